@@ -1,0 +1,87 @@
+#include "ddp/comm/detail/work_queue.hpp"
+
+#include "ddp/comm/error.hpp"
+
+#include <fmt/format.h>
+
+namespace ddp::comm::detail {
+
+bool QueuedWork::isCompleted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (completed_ && error_) std::rethrow_exception(error_);
+  return completed_;
+}
+
+void QueuedWork::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (timeout < std::chrono::milliseconds::zero()) {
+    done_.wait(lock, [this] { return completed_; });
+  } else if (!done_.wait_for(lock, timeout, [this] { return completed_; })) {
+    throw TimeoutError(fmt::format("collective did not complete within {} ms", timeout.count()));
+  }
+  if (error_) std::rethrow_exception(error_);
+}
+
+std::chrono::nanoseconds QueuedWork::duration() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return duration_;
+}
+
+void QueuedWork::markStarted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  start_ = std::chrono::steady_clock::now();
+}
+
+void QueuedWork::markDone(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    duration_ = std::chrono::steady_clock::now() - start_;
+    error_ = std::move(error);
+    completed_ = true;
+  }
+  done_.notify_all();
+}
+
+WorkQueue::WorkQueue() : thread_([this] { loop(); }) {}
+
+WorkQueue::~WorkQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  thread_.join();
+}
+
+std::shared_ptr<Work> WorkQueue::submit(std::function<void()> task) {
+  auto work = std::make_shared<QueuedWork>();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks_.emplace_back(std::move(task), work);
+  }
+  ready_.notify_one();
+  return work;
+}
+
+void WorkQueue::loop() {
+  for (;;) {
+    std::pair<std::function<void()>, std::shared_ptr<QueuedWork>> item;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      item = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    item.second->markStarted();
+    std::exception_ptr error;
+    try {
+      item.first();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    item.second->markDone(error);
+  }
+}
+
+}  // namespace ddp::comm::detail

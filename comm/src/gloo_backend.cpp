@@ -1,5 +1,6 @@
 #include "ddp/comm/gloo_backend.hpp"
 
+#include "ddp/comm/detail/work_queue.hpp"
 #include "ddp/comm/environment.hpp"
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/mpi_session.hpp"
@@ -33,6 +34,19 @@ at::ScalarType scalarType(DType dtype) {
 at::Tensor view(const void* data, size_t count, DType dtype) {
   return at::from_blob(const_cast<void*>(data), {static_cast<int64_t>(count)},
                        at::TensorOptions().dtype(scalarType(dtype)));
+}
+
+// Gloo in LibTorch 1.13 has no bfloat16. Collectives that only move data carry its bits as
+// half (same size, no arithmetic); reductions run in float and round once at the end.
+at::Tensor transportView(const void* data, size_t count, DType dtype) {
+  return view(data, count, dtype == DType::kBFloat16 ? DType::kFloat16 : dtype);
+}
+
+// c10 errors carry a backtrace after the first line; users need the first line.
+std::string message(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  std::string text = c10 != nullptr ? c10->what_without_backtrace() : e.what();
+  return text.substr(0, text.find('\n'));
 }
 
 c10d::ReduceOp glooOp(ReduceOp op) {
@@ -71,7 +85,7 @@ class GlooWork final : public Work {
         throw TimeoutError(fmt::format("gloo collective did not complete within {} ms",
                                        timeout.count()));
       }
-      throw CommError(fmt::format("gloo collective failed: {}", e.what()));
+      throw CommError(fmt::format("gloo collective failed: {}", message(e)));
     }
     complete();
   }
@@ -171,7 +185,7 @@ class GlooBackend final : public Backend {
         const auto port = mpiBroadcastString(server ? std::to_string(server->getPort()) : "", 0);
         if (port.empty()) {
           throw CommError(fmt::format("gloo: rank 0 could not serve the rendezvous store on {}: {}",
-                                      plan.host, failure.substr(0, 300)));
+                                      plan.host, failure.substr(0, failure.find('\n'))));
         }
         storeOptions.port = static_cast<uint16_t>(std::stoi(port));
         store_ = server ? server : c10::make_intrusive<c10d::TCPStore>(plan.host, storeOptions);
@@ -187,7 +201,7 @@ class GlooBackend final : public Backend {
     } catch (const std::exception& e) {
       throw CommError(fmt::format("gloo rendezvous at {}:{} over {} failed: {}", plan.host,
                                   storeOptions.port, plan.interface.name,
-                                  std::string(e.what()).substr(0, 300)));
+                                  message(e)));
     }
   }
 
@@ -198,15 +212,26 @@ class GlooBackend final : public Backend {
 
   std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype,
                                   ReduceOp op) override {
-    if (send != recv && count != 0) std::memcpy(recv, send, count * dtypeSize(dtype));
-    std::vector<at::Tensor> tensors{view(recv, count, dtype)};
+    if (count == 0) return detail::completedWork();
+    if (send != recv) std::memcpy(recv, send, count * dtypeSize(dtype));
     c10d::AllreduceOptions opts;
     opts.reduceOp = glooOp(op);
+    if (dtype == DType::kBFloat16) {
+      std::vector<at::Tensor> wide{view(recv, count, dtype).to(at::kFloat)};
+      const int n = size_;
+      auto finish = [wide, recv, count, dtype, op, n] {
+        if (op == ReduceOp::kAvg) wide[0].div_(n);
+        view(recv, count, dtype).copy_(wide[0]);
+      };
+      return start([&] { return group_->allreduce(wide, opts); }, finish);
+    }
+    std::vector<at::Tensor> tensors{view(recv, count, dtype)};
     return start([&] { return group_->allreduce(tensors, opts); }, averageAfter(recv, count, dtype, op));
   }
 
   std::shared_ptr<Work> broadcast(void* buffer, size_t count, DType dtype, int root) override {
-    std::vector<at::Tensor> tensors{view(buffer, count, dtype)};
+    if (count == 0) return detail::completedWork();
+    std::vector<at::Tensor> tensors{transportView(buffer, count, dtype)};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
     return start([&] { return group_->broadcast(tensors, opts); }, nullptr);
@@ -214,13 +239,14 @@ class GlooBackend final : public Backend {
 
   std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count,
                                   DType dtype) override {
+    if (count == 0) return detail::completedWork();
     const size_t bytes = count * dtypeSize(dtype);
     std::vector<std::vector<at::Tensor>> outputs(1);
     for (int r = 0; r < size_; ++r) {
-      outputs[0].push_back(view(static_cast<char*>(recv) + r * bytes, count, dtype));
+      outputs[0].push_back(transportView(static_cast<char*>(recv) + r * bytes, count, dtype));
     }
     // An in-place input aliases an output; Gloo copies inputs first, so a separate copy keeps it safe.
-    auto input = view(send, count, dtype).clone();
+    auto input = transportView(send, count, dtype).clone();
     std::vector<at::Tensor> inputs{input};
     return start([&] { return group_->allgather(outputs, inputs); }, [input] {});
   }
@@ -229,15 +255,14 @@ class GlooBackend final : public Backend {
   // rank r (the (n-1)/n traffic a ring reduce-scatter moves), and the rank reduces them locally.
   std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype,
                                       ReduceOp op) override {
-    auto gathered = at::empty({size_, static_cast<int64_t>(count)},
-                              at::TensorOptions().dtype(scalarType(dtype)));
-    auto input = view(send, count * static_cast<size_t>(size_), dtype);
+    if (count == 0) return detail::completedWork();
+    auto input = transportView(send, count * static_cast<size_t>(size_), dtype);
+    auto gathered = at::empty({size_, static_cast<int64_t>(count)}, input.options());
     auto flat = gathered.view({-1});
     std::vector<int64_t> splits;
     auto finish = [this, gathered, recv, count, dtype, op] {
       const auto* base = static_cast<const char*>(gathered.data_ptr());
       const size_t bytes = count * dtypeSize(dtype);
-      if (bytes == 0) return;
       std::memmove(recv, base, bytes);
       for (int r = 1; r < size_; ++r) reduceInto(recv, base + r * bytes, dtype, count, op);
       if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
@@ -248,8 +273,9 @@ class GlooBackend final : public Backend {
   std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count,
                                  DType dtype) override {
     if (send == recv && count != 0) throw Error("alltoall: send and recv must be different buffers");
-    auto input = view(send, count * static_cast<size_t>(size_), dtype);
-    auto output = view(recv, count * static_cast<size_t>(size_), dtype);
+    if (count == 0) return detail::completedWork();
+    auto input = transportView(send, count * static_cast<size_t>(size_), dtype);
+    auto output = transportView(recv, count * static_cast<size_t>(size_), dtype);
     std::vector<int64_t> splits;
     return start([&] { return group_->alltoall_base(output, input, splits, splits); }, nullptr);
   }
@@ -270,7 +296,7 @@ class GlooBackend final : public Backend {
     try {
       return std::make_shared<GlooWork>(launch(), std::move(finish));
     } catch (const std::exception& e) {
-      throw CommError(fmt::format("gloo: {}", std::string(e.what()).substr(0, 300)));
+      throw CommError(fmt::format("gloo: {}", message(e)));
     }
   }
 

@@ -42,6 +42,13 @@ void QueuedWork::markDone(std::exception_ptr error) {
   done_.notify_all();
 }
 
+std::shared_ptr<Work> completedWork() {
+  auto work = std::make_shared<QueuedWork>();
+  work->markStarted();
+  work->markDone(nullptr);
+  return work;
+}
+
 WorkQueue::WorkQueue() : thread_([this] { loop(); }) {}
 
 WorkQueue::~WorkQueue() {

@@ -42,6 +42,8 @@ struct Options {
 // Validated settings: everything a user can get wrong fails here, before MPI starts.
 struct Plan {
   std::vector<const bench::Collective*> collectives;
+  std::vector<DType> dtypes;
+  std::vector<ReduceOp> redops;
   bench::SweepOptions sweep;
 };
 
@@ -64,12 +66,20 @@ Plan makePlan(const Options& o) {
   s.warmup = o.warmup;
   s.check = o.check != 0;
   s.root = o.root;
-  const auto dtype = parseDType(o.dtype);
-  if (!dtype) throw ddp::ConfigError(fmt::format("unknown type '{}' (-d: float, double, int32, int64, half, bf16)", o.dtype));
-  s.dtype = *dtype;
-  const auto redop = parseReduceOp(o.redop);
-  if (!redop) throw ddp::ConfigError(fmt::format("unknown reduction '{}' (-o: sum, prod, min, max, avg)", o.redop));
-  s.op = *redop;
+  if (o.dtype == "all") {
+    plan.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
+  } else if (const auto dtype = parseDType(o.dtype)) {
+    plan.dtypes.push_back(*dtype);
+  } else {
+    throw ddp::ConfigError(fmt::format("unknown type '{}' (-d: float, double, int32, int64, half, bf16, all)", o.dtype));
+  }
+  if (o.redop == "all") {
+    plan.redops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
+  } else if (const auto redop = parseReduceOp(o.redop)) {
+    plan.redops.push_back(*redop);
+  } else {
+    throw ddp::ConfigError(fmt::format("unknown reduction '{}' (-o: sum, prod, min, max, avg, all)", o.redop));
+  }
   bench::validate(s, std::max(1, s.root + 1));  // the root is checked against the world later
   if (!o.json.empty()) {
     const auto dir = std::filesystem::absolute(o.json).parent_path();
@@ -94,10 +104,10 @@ void writeJsonAtomically(const std::string& path, const nlohmann::json& document
 int run(const Options& o) {
   const Plan plan = makePlan(o);
   const WorldInfo world = discoverWorld(ddp::Environment::fromProcess());
+  bench::validate(plan.sweep, world.size);
   BackendOptions backendOptions;
   backendOptions.interface = o.interface;
   auto backend = builtinBackends().create(o.backend, world, backendOptions);
-  bench::validate(plan.sweep, backend->size());
 
   const bool printer = backend->rank() == 0;
   nlohmann::json rows = nlohmann::json::array();
@@ -108,12 +118,20 @@ int run(const Options& o) {
                 << std::flush;
     }
     std::vector<bench::Result> results;
-    bench::runSweep(*backend, *collective, plan.sweep,
-                    [&](const bench::Result& out, const std::optional<bench::Result>& in) {
-                      results.push_back(out);
-                      if (in) results.push_back(*in);
-                      if (printer) std::cout << bench::tableRow(out, in) << std::flush;
-                    });
+    auto sweep = plan.sweep;
+    for (const DType dtype : plan.dtypes) {
+      for (const ReduceOp redop : plan.redops) {
+        sweep.dtype = dtype;
+        sweep.op = redop;
+        bench::runSweep(*backend, *collective, sweep,
+                        [&](const bench::Result& out, const std::optional<bench::Result>& in) {
+                          results.push_back(out);
+                          if (in) results.push_back(*in);
+                          if (printer) std::cout << bench::tableRow(out, in) << std::flush;
+                        });
+        if (!collective->hasReduceOp) break;  // one pass: the reduction does not apply
+      }
+    }
     for (const auto& r : results) {
       rows.push_back(bench::toJson(r));
       wrong += std::max<int64_t>(r.wrong, 0);
@@ -149,8 +167,8 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", o.iters, "Timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup_iters", o.warmup, "Untimed iterations per size")->capture_default_str();
   app.add_option("-c,--check", o.check, "1: check every result against closed-form values")->capture_default_str();
-  app.add_option("-d,--datatype", o.dtype, "float|double|int32|int64|half|bf16")->capture_default_str();
-  app.add_option("-o,--op_type", o.redop, "Reduction: sum|prod|min|max|avg")->capture_default_str();
+  app.add_option("-d,--datatype", o.dtype, "float|double|int32|int64|half|bf16|all")->capture_default_str();
+  app.add_option("-o,--op_type", o.redop, "Reduction: sum|prod|min|max|avg|all")->capture_default_str();
   app.add_option("-r,--root", o.root, "Root rank of broadcast")->capture_default_str();
   app.add_option("--json", o.json, "Also write the rows as JSON to this file (rank 0)");
   app.add_option("--interface", o.interface, "Network interface for gloo (default: the one reaching rank 0)");

@@ -34,6 +34,9 @@ class QueuedWork final : public Work {
   std::chrono::nanoseconds duration_{0};
 };
 
+// A Work that is already complete (zero-length collectives that need no communication).
+std::shared_ptr<Work> completedWork();
+
 // Tasks run in submission order on one thread. The destructor runs what is queued, then joins.
 class WorkQueue {
  public:

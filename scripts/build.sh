@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# build.sh [BUILD_DIR] [extra cmake args...]: configure and build ddprun (-j2: 2-core machines,
+# and LibTorch translation units need ~1.3 GB each).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+shift || true
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+elif [ $# -gt 0 ]; then
+  cmake "$build" "$@"
+fi
+cmake --build "$build" -j "${DDP_JOBS:-2}"

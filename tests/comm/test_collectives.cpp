@@ -1,0 +1,222 @@
+// Multi-rank tests of a backend, run under mpirun (tests/CMakeLists.txt): every collective,
+// dtype and reduce op on odd and zero sizes, against closed-form results. Every rank runs the
+// same cases in the same order; checks are CHECKs so no rank leaves a collective early.
+
+#define CATCH_CONFIG_RUNNER
+#include "ddp/comm/error.hpp"
+#include "ddp/comm/registry.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <thread>
+
+using namespace ddp::comm;
+
+namespace {
+
+std::unique_ptr<Backend> gBackend;
+
+constexpr size_t kCounts[] = {0, 1, 7, 1000003};
+
+std::string describe(DType d, ReduceOp op, size_t count, bool inPlace) {
+  return std::string(dtypeName(d)) + " " + std::string(reduceOpName(op)) + " count " +
+         std::to_string(count) + (inPlace ? " in-place" : " out-of-place");
+}
+
+// Rank r contributes r + (i % 3) to element i (prod: 1 + (r + i) % 2, to stay exact).
+double input(int r, size_t i, ReduceOp op) {
+  return op == ReduceOp::kProd ? 1 + (static_cast<size_t>(r) + i) % 2
+                               : r + static_cast<double>(i % 3);
+}
+
+// Closed forms over N ranks: sum = N(N-1)/2 + N(i%3), min = i%3, max = N-1 + i%3,
+// prod = 2^(number of ranks r with r+i odd), avg = sum/N (integers truncate).
+double closedForm(int n, size_t i, ReduceOp op, DType d) {
+  const double k = static_cast<double>(i % 3);
+  const double sum = n * (n - 1) / 2.0 + n * k;
+  switch (op) {
+    case ReduceOp::kSum: return sum;
+    case ReduceOp::kMin: return k;
+    case ReduceOp::kMax: return n - 1 + k;
+    case ReduceOp::kProd: return std::pow(2.0, i % 2 == 0 ? n / 2 : (n + 1) / 2);
+    case ReduceOp::kAvg: return isFloating(d) ? sum / n : std::trunc(sum / n);
+  }
+  return 0;
+}
+
+std::vector<char> filled(size_t count, DType d, const std::function<double(size_t)>& value) {
+  std::vector<char> data(std::max<size_t>(count, 1) * dtypeSize(d));
+  for (size_t i = 0; i < count; ++i) storeFromDouble(data.data(), d, i, value(i));
+  return data;
+}
+
+size_t mismatches(const std::vector<char>& data, size_t offset, size_t count, DType d,
+                  const std::function<double(size_t)>& expected) {
+  size_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (loadAsDouble(data.data(), d, offset + i) != expected(i)) ++bad;
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("allreduce: every dtype, op and size, in and out of place", "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  const int n = b.size();
+  const int r = b.rank();
+  for (DType d : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      for (size_t count : kCounts) {
+        for (bool inPlace : {false, true}) {
+          INFO(describe(d, op, count, inPlace));
+          auto send = filled(count, d, [&](size_t i) { return input(r, i, op); });
+          auto out = inPlace ? send : std::vector<char>(send.size());
+          b.allreduce(inPlace ? out.data() : send.data(), out.data(), count, d, op)->wait();
+          CHECK(mismatches(out, 0, count, d, [&](size_t i) { return closedForm(n, i, op, d); }) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reduce-scatter: every dtype, op and size, in and out of place",
+          "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  const int n = b.size();
+  const int r = b.rank();
+  for (DType d : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      for (size_t count : kCounts) {
+        for (bool inPlace : {false, true}) {
+          INFO(describe(d, op, count, inPlace));
+          const size_t total = count * static_cast<size_t>(n);
+          auto send = filled(total, d, [&](size_t i) { return input(r, i, op); });
+          std::vector<char> out(std::max<size_t>(count, 1) * dtypeSize(d));
+          char* recv = inPlace ? send.data() + r * count * dtypeSize(d) : out.data();
+          b.reduceScatter(send.data(), recv, count, d, op)->wait();
+          const auto& result = inPlace ? send : out;
+          const size_t offset = inPlace ? static_cast<size_t>(r) * count : 0;
+          CHECK(mismatches(result, offset, count, d, [&](size_t i) {
+                  return closedForm(n, static_cast<size_t>(r) * count + i, op, d);
+                }) == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("allgather: every dtype and size, in and out of place", "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  const int n = b.size();
+  const int r = b.rank();
+  for (DType d : kAllDTypes) {
+    for (size_t count : kCounts) {
+      for (bool inPlace : {false, true}) {
+        INFO(describe(d, ReduceOp::kSum, count, inPlace));
+        const size_t total = count * static_cast<size_t>(n);
+        const auto mine = [&](int rank, size_t i) { return rank + 4.0 * static_cast<double>(i % 5); };
+        auto send = filled(count, d, [&](size_t i) { return mine(r, i); });
+        std::vector<char> out(std::max<size_t>(total, 1) * dtypeSize(d));
+        const void* in = send.data();
+        if (inPlace && count != 0) {
+          std::memcpy(out.data() + r * count * dtypeSize(d), send.data(), count * dtypeSize(d));
+          in = out.data() + r * count * dtypeSize(d);
+        }
+        b.allgather(in, out.data(), count, d)->wait();
+        CHECK(mismatches(out, 0, total, d, [&](size_t i) {
+                return mine(static_cast<int>(i / count), i % count);
+              }) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("broadcast from rank 0 and from the last rank", "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  const int r = b.rank();
+  for (DType d : kAllDTypes) {
+    for (size_t count : kCounts) {
+      for (int root : {0, b.size() - 1}) {
+        INFO(describe(d, ReduceOp::kSum, count, true) << " root " << root);
+        const auto value = [](int rank, size_t i) { return rank * 7.0 + static_cast<double>(i % 5); };
+        auto buffer = filled(count, d, [&](size_t i) { return value(r, i); });
+        b.broadcast(buffer.data(), count, d, root)->wait();
+        CHECK(mismatches(buffer, 0, count, d, [&](size_t i) { return value(root, i); }) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("alltoall: every dtype and size", "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  const int n = b.size();
+  const int r = b.rank();
+  // Rank `from` sends chunk `to`, element i = from*8 + to*2 + i%2.
+  const auto value = [](int from, int to, size_t i) { return from * 8.0 + to * 2.0 + i % 2; };
+  for (DType d : kAllDTypes) {
+    for (size_t count : kCounts) {
+      INFO(describe(d, ReduceOp::kSum, count, false));
+      const size_t total = count * static_cast<size_t>(n);
+      auto send = filled(total, d, [&](size_t i) { return value(r, static_cast<int>(i / count), i % count); });
+      std::vector<char> out(std::max<size_t>(total, 1) * dtypeSize(d));
+      b.alltoall(send.data(), out.data(), count, d)->wait();
+      CHECK(mismatches(out, 0, total, d, [&](size_t i) {
+              return value(static_cast<int>(i / count), r, i % count);
+            }) == 0);
+    }
+  }
+}
+
+TEST_CASE("Work: asynchronous completion, timeout, duration", "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  std::vector<float> data(1 << 16, 1.0f);
+  // The last rank joins late: the others' wait with a short timeout must time out, then the
+  // collective still completes.
+  if (b.rank() == b.size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  auto work = b.allreduce(data.data(), data.data(), data.size(), DType::kFloat32, ReduceOp::kSum);
+  if (b.rank() != b.size() - 1) {
+    CHECK_THROWS_AS(work->wait(std::chrono::milliseconds(50)), ddp::TimeoutError);
+    CHECK_FALSE(work->isCompleted());
+  }
+  work->wait();
+  CHECK(work->isCompleted());
+  CHECK(work->duration().count() > 0);
+  CHECK(data[12345] == static_cast<float>(b.size()));
+  b.barrier()->wait();
+}
+
+TEST_CASE("several collectives in flight complete in order", "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  std::vector<std::vector<int64_t>> buffers(8, std::vector<int64_t>(1001));
+  std::vector<std::shared_ptr<Work>> works;
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    std::fill(buffers[k].begin(), buffers[k].end(), static_cast<int64_t>(k + b.rank()));
+    works.push_back(b.allreduce(buffers[k].data(), buffers[k].data(), buffers[k].size(),
+                                DType::kInt64, ReduceOp::kMax));
+  }
+  for (size_t k = 0; k < works.size(); ++k) {
+    works[k]->wait();
+    CHECK(buffers[k][1000] == static_cast<int64_t>(k) + b.size() - 1);
+  }
+}
+
+int main(int argc, char** argv) {
+  Catch::Session session;
+  std::string backend = "mpi";
+  using namespace Catch::clara;
+  session.cli(session.cli() | Opt(backend, "name")["--backend"]("backend to test"));
+  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+  int rc = 0;
+  try {
+    gBackend = builtinBackends().create(backend, discoverWorld(ddp::Environment::fromProcess()));
+    rc = session.run();
+    gBackend->barrier()->wait();
+  } catch (const std::exception& e) {
+    std::cerr << "test_collectives: " << e.what() << "\n";
+    rc = 1;
+  }
+  gBackend.reset();
+  return rc;
+}

@@ -1,6 +1,8 @@
 #include "ddp/comm/mpi_backend.hpp"
 
+#include "ddp/comm/detail/shm_allreduce.hpp"
 #include "ddp/comm/detail/work_queue.hpp"
+#include "ddp/comm/environment.hpp"
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/mpi_session.hpp"
 
@@ -52,11 +54,15 @@ class MpiBackend final : public Backend {
     DDP_CHECK_MPI(MPI_Comm_size(comm_, &size_));
     create16BitOps<DType::kFloat16>(halfOps_);
     create16BitOps<DType::kBFloat16>(bf16Ops_);
+    const auto ranksPerHost =
+        Environment::fromProcess().getInt(env::kMpiShmRanksPerHost, 1, size_).value_or(0);
+    shm_ = std::make_unique<detail::ShmAllreduce>(comm_, static_cast<int>(ranksPerHost));
   }
 
   ~MpiBackend() override {
     queue_.reset();  // runs what is queued, then joins, before the communicator goes
     std::lock_guard<std::mutex> lock(session_.mutex());
+    shm_.reset();
     for (auto* ops : {halfOps_, bf16Ops_}) {
       for (int i = 0; i < 4; ++i) MPI_Op_free(&ops[i]);
     }
@@ -73,6 +79,10 @@ class MpiBackend final : public Backend {
     const int n = toInt(count);
     const void* in = send == recv ? MPI_IN_PLACE : send;
     return run([=] {
+      if (shm_->serves(count * dtypeSize(dtype))) {
+        shm_->run(send, recv, count, dtype, op, mpiType(dtype), mpiOp(dtype, op));
+        return;
+      }
       DDP_CHECK_MPI(MPI_Allreduce(in, recv, n, mpiType(dtype), mpiOp(dtype, op), comm_));
       if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
     });
@@ -169,6 +179,7 @@ class MpiBackend final : public Backend {
   int size_ = 1;
   MPI_Op halfOps_[4] = {};
   MPI_Op bf16Ops_[4] = {};
+  std::unique_ptr<detail::ShmAllreduce> shm_;
   std::unique_ptr<detail::WorkQueue> queue_ = std::make_unique<detail::WorkQueue>();
 };
 

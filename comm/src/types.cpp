@@ -40,19 +40,33 @@ T combine(T a, T b, ReduceOp op) {
   return a;
 }
 
+// The operator is a template argument so each loop is a plain vectorisable kernel.
+template <typename T, ReduceOp Op>
+void combineLoop(T* o, const T* a, const T* b, size_t count) {
+  for (size_t i = 0; i < count; ++i) o[i] = combine(a[i], b[i], Op);
+}
+
 template <typename T>
-void reduceTyped(void* out, const void* in, size_t count, ReduceOp op) {
+void combineTyped(void* out, const void* a, const void* b, size_t count, ReduceOp op) {
   T* o = static_cast<T*>(out);
-  const T* x = static_cast<const T*>(in);
-  for (size_t i = 0; i < count; ++i) o[i] = combine(o[i], x[i], op);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: combineLoop<T, ReduceOp::kSum>(o, x, y, count); break;
+    case ReduceOp::kProd: combineLoop<T, ReduceOp::kProd>(o, x, y, count); break;
+    case ReduceOp::kMin: combineLoop<T, ReduceOp::kMin>(o, x, y, count); break;
+    case ReduceOp::kMax: combineLoop<T, ReduceOp::kMax>(o, x, y, count); break;
+  }
 }
 
 // 16-bit floats are combined in float and rounded once per step, as NCCL and Gloo do.
 template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
-void reduce16(void* out, const void* in, size_t count, ReduceOp op) {
+void combine16(void* out, const void* a, const void* b, size_t count, ReduceOp op) {
   auto* o = static_cast<uint16_t*>(out);
-  const auto* x = static_cast<const uint16_t*>(in);
-  for (size_t i = 0; i < count; ++i) o[i] = Store(combine(Load(o[i]), Load(x[i]), op));
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < count; ++i) o[i] = Store(combine(Load(x[i]), Load(y[i]), op));
 }
 
 }  // namespace
@@ -186,15 +200,20 @@ void divideInPlace(void* data, DType dtype, size_t count, int divisor) {
   }
 }
 
-void reduceInto(void* out, const void* in, DType dtype, size_t count, ReduceOp op) {
+void combineInto(void* out, const void* a, const void* b, DType dtype, size_t count,
+                 ReduceOp op) {
   switch (dtype) {
-    case DType::kFloat32: reduceTyped<float>(out, in, count, op); break;
-    case DType::kFloat64: reduceTyped<double>(out, in, count, op); break;
-    case DType::kInt32: reduceTyped<int32_t>(out, in, count, op); break;
-    case DType::kInt64: reduceTyped<int64_t>(out, in, count, op); break;
-    case DType::kFloat16: reduce16<halfToFloat, floatToHalf>(out, in, count, op); break;
-    case DType::kBFloat16: reduce16<bf16ToFloat, floatToBf16>(out, in, count, op); break;
+    case DType::kFloat32: combineTyped<float>(out, a, b, count, op); break;
+    case DType::kFloat64: combineTyped<double>(out, a, b, count, op); break;
+    case DType::kInt32: combineTyped<int32_t>(out, a, b, count, op); break;
+    case DType::kInt64: combineTyped<int64_t>(out, a, b, count, op); break;
+    case DType::kFloat16: combine16<halfToFloat, floatToHalf>(out, a, b, count, op); break;
+    case DType::kBFloat16: combine16<bf16ToFloat, floatToBf16>(out, a, b, count, op); break;
   }
+}
+
+void reduceInto(void* out, const void* in, DType dtype, size_t count, ReduceOp op) {
+  combineInto(out, out, in, dtype, count, op);
 }
 
 }  // namespace ddp::comm

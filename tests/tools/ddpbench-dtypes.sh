@@ -4,7 +4,7 @@
 set -eu
 np=$1 backend=$2 bench=$3 mpirun=$4
 out=$("$mpirun" --oversubscribe --bind-to none -np "$np" "$bench" --backend "$backend" \
-  --op all -d all -o all -b 4 -e 300K -f 37 -n 1 -w 0 -c 1)
+  --op all -d all -o all -b 4 -e 8M -f 37 -n 1 -w 0 -c 1)
 echo "$out"
 if grep -q FAILED <<<"$out"; then exit 1; fi
 rows=$(grep -c '^ ' <<<"$out")

@@ -36,6 +36,7 @@ inline constexpr std::string_view kSlurmStepTasksPerNode = "SLURM_STEP_TASKS_PER
 inline constexpr std::string_view kSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
 // ddprun
 inline constexpr std::string_view kGlooIfname = "DDP_GLOO_IFNAME";
+inline constexpr std::string_view kMpiShmRanksPerHost = "DDP_MPI_SHM_RANKS_PER_HOST";
 inline constexpr std::string_view kRunDir = "DDPRUN_RUN_DIR";
 }  // namespace env
 

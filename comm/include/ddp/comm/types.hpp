@@ -46,7 +46,10 @@ void storeFromDouble(void* data, DType dtype, size_t index, double value);
 // Divides every element by `divisor` in place (ReduceOp::kAvg after a sum); integers truncate.
 void divideInPlace(void* data, DType dtype, size_t count, int divisor);
 
-// out[i] = op(out[i], in[i]) for i < count (kAvg combines as a sum).
+// out[i] = op(a[i], b[i]) for i < count (kAvg combines as a sum); out may be a or b.
+void combineInto(void* out, const void* a, const void* b, DType dtype, size_t count,
+                 ReduceOp op);
+// out[i] = op(out[i], in[i]).
 void reduceInto(void* out, const void* in, DType dtype, size_t count, ReduceOp op);
 
 }  // namespace ddp::comm

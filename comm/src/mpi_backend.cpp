@@ -85,13 +85,14 @@ class MpiBackend final : public Backend {
       }
       DDP_CHECK_MPI(MPI_Allreduce(in, recv, n, mpiType(dtype), mpiOp(dtype, op), comm_));
       if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
-    });
+    }, count * dtypeSize(dtype));
   }
 
   std::shared_ptr<Work> broadcast(void* buffer, size_t count, DType dtype, int root) override {
     checkRoot(root);
     const int n = toInt(count);
-    return run([=] { DDP_CHECK_MPI(MPI_Bcast(buffer, n, mpiType(dtype), root, comm_)); });
+    return run([=] { DDP_CHECK_MPI(MPI_Bcast(buffer, n, mpiType(dtype), root, comm_)); },
+               count * dtypeSize(dtype));
   }
 
   std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count,
@@ -101,7 +102,7 @@ class MpiBackend final : public Backend {
     const void* in = inPlace ? MPI_IN_PLACE : send;
     return run([=] {
       DDP_CHECK_MPI(MPI_Allgather(in, n, mpiType(dtype), recv, n, mpiType(dtype), comm_));
-    });
+    }, count * dtypeSize(dtype) * size_);
   }
 
   std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype,
@@ -122,7 +123,7 @@ class MpiBackend final : public Backend {
                                                comm_));
       }
       if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
-    });
+    }, bytes * size_);
   }
 
   std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count,
@@ -131,7 +132,7 @@ class MpiBackend final : public Backend {
     const int n = toInt(count);
     return run([=] {
       DDP_CHECK_MPI(MPI_Alltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), comm_));
-    });
+    }, count * dtypeSize(dtype) * size_);
   }
 
   std::shared_ptr<Work> barrier() override {
@@ -139,12 +140,17 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  // Small collectives run on the caller's thread when the queue is idle: their cost is
+  // otherwise mostly the hand-off to the queue's thread and back.
+  static constexpr size_t kInlineBytes = size_t{64} << 10;
+
   template <typename F>
-  std::shared_ptr<Work> run(F body) {
-    return queue_->submit([this, body] {
+  std::shared_ptr<Work> run(F body, size_t bytes = 0) {
+    auto task = [this, body] {
       std::lock_guard<std::mutex> lock(session_.mutex());
       body();
-    });
+    };
+    return bytes <= kInlineBytes ? queue_->runOrSubmit(task) : queue_->submit(task);
   }
 
   void checkRoot(int root) const {

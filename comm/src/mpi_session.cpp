@@ -33,10 +33,10 @@ MpiSession::MpiSession() {
   DDP_CHECK_MPI(MPI_Initialized(&initialized));
   if (initialized == 0) {
     int provided = 0;
-    DDP_CHECK_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    DDP_CHECK_MPI(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
     ownsInit_ = true;
     if (provided < MPI_THREAD_SERIALIZED) {
-      throw CommError("MPI provides neither MPI_THREAD_SERIALIZED nor MPI_THREAD_MULTIPLE");
+      throw CommError("MPI does not provide MPI_THREAD_SERIALIZED");
     }
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

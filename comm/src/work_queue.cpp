@@ -70,15 +70,44 @@ std::shared_ptr<Work> WorkQueue::submit(std::function<void()> task) {
   return work;
 }
 
+std::shared_ptr<Work> WorkQueue::runOrSubmit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (running_ || !tasks_.empty()) {
+      auto work = std::make_shared<QueuedWork>();
+      tasks_.emplace_back(std::move(task), work);
+      ready_.notify_one();
+      return work;
+    }
+    running_ = true;
+  }
+  auto work = std::make_shared<QueuedWork>();
+  work->markStarted();
+  std::exception_ptr error;
+  try {
+    task();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  work->markDone(error);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+  }
+  ready_.notify_one();
+  return work;
+}
+
 void WorkQueue::loop() {
   for (;;) {
     std::pair<std::function<void()>, std::shared_ptr<QueuedWork>> item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      ready_.wait(lock, [this] { return (stopping_ || !tasks_.empty()) && !running_; });
       if (tasks_.empty()) return;
       item = std::move(tasks_.front());
       tasks_.pop_front();
+      running_ = true;
     }
     item.second->markStarted();
     std::exception_ptr error;
@@ -88,6 +117,8 @@ void WorkQueue::loop() {
       error = std::current_exception();
     }
     item.second->markDone(error);
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
   }
 }
 

@@ -8,7 +8,9 @@
 
 namespace ddp::comm {
 
-// Thread-safe. Every MPI call ddprun makes holds mutex(), so MPI_THREAD_SERIALIZED suffices.
+// Thread-safe. Every MPI call ddprun makes holds mutex(), so MPI is initialised with
+// MPI_THREAD_SERIALIZED (MPI_THREAD_MULTIPLE makes Open MPI lock its progress engine, which
+// costs small messages several microseconds).
 class MpiSession {
  public:
   // Initialises MPI (MPI_Init_thread) on the first call; throws CommError when it cannot.

@@ -90,11 +90,14 @@ std::shared_ptr<Work> WorkQueue::runOrSubmit(std::function<void()> task) {
     error = std::current_exception();
   }
   work->markDone(error);
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
+    queued = !tasks_.empty();
   }
-  ready_.notify_one();
+  // Waking the queue's thread for nothing costs a context switch per small collective.
+  if (queued) ready_.notify_one();
   return work;
 }
 

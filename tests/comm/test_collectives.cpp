@@ -60,25 +60,33 @@ size_t mismatches(const std::vector<char>& data, size_t offset, size_t count, DT
   return bad;
 }
 
+// Every dtype × reduce op × size × placement, in the same order on every rank.
+template <typename F>
+void forEachReduction(F body) {
+  for (DType d : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      for (size_t count : kCounts) {
+        for (bool inPlace : {false, true}) {
+          INFO(describe(d, op, count, inPlace));
+          body(d, op, count, inPlace);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("allreduce: every dtype, op and size, in and out of place", "[comm][collectives][mpi]") {
   Backend& b = *gBackend;
   const int n = b.size();
   const int r = b.rank();
-  for (DType d : kAllDTypes) {
-    for (ReduceOp op : kAllReduceOps) {
-      for (size_t count : kCounts) {
-        for (bool inPlace : {false, true}) {
-          INFO(describe(d, op, count, inPlace));
-          auto send = filled(count, d, [&](size_t i) { return input(r, i, op); });
-          auto out = inPlace ? send : std::vector<char>(send.size());
-          b.allreduce(inPlace ? out.data() : send.data(), out.data(), count, d, op)->wait();
-          CHECK(mismatches(out, 0, count, d, [&](size_t i) { return closedForm(n, i, op, d); }) == 0);
-        }
-      }
-    }
-  }
+  forEachReduction([&](DType d, ReduceOp op, size_t count, bool inPlace) {
+    auto send = filled(count, d, [&](size_t i) { return input(r, i, op); });
+    auto out = inPlace ? send : std::vector<char>(send.size());
+    b.allreduce(inPlace ? out.data() : send.data(), out.data(), count, d, op)->wait();
+    CHECK(mismatches(out, 0, count, d, [&](size_t i) { return closedForm(n, i, op, d); }) == 0);
+  });
 }
 
 TEST_CASE("reduce-scatter: every dtype, op and size, in and out of place",
@@ -86,25 +94,18 @@ TEST_CASE("reduce-scatter: every dtype, op and size, in and out of place",
   Backend& b = *gBackend;
   const int n = b.size();
   const int r = b.rank();
-  for (DType d : kAllDTypes) {
-    for (ReduceOp op : kAllReduceOps) {
-      for (size_t count : kCounts) {
-        for (bool inPlace : {false, true}) {
-          INFO(describe(d, op, count, inPlace));
-          const size_t total = count * static_cast<size_t>(n);
-          auto send = filled(total, d, [&](size_t i) { return input(r, i, op); });
-          std::vector<char> out(std::max<size_t>(count, 1) * dtypeSize(d));
-          char* recv = inPlace ? send.data() + r * count * dtypeSize(d) : out.data();
-          b.reduceScatter(send.data(), recv, count, d, op)->wait();
-          const auto& result = inPlace ? send : out;
-          const size_t offset = inPlace ? static_cast<size_t>(r) * count : 0;
-          CHECK(mismatches(result, offset, count, d, [&](size_t i) {
-                  return closedForm(n, static_cast<size_t>(r) * count + i, op, d);
-                }) == 0);
-        }
-      }
-    }
-  }
+  forEachReduction([&](DType d, ReduceOp op, size_t count, bool inPlace) {
+    const size_t total = count * static_cast<size_t>(n);
+    auto send = filled(total, d, [&](size_t i) { return input(r, i, op); });
+    std::vector<char> out(std::max<size_t>(count, 1) * dtypeSize(d));
+    char* recv = inPlace ? send.data() + r * count * dtypeSize(d) : out.data();
+    b.reduceScatter(send.data(), recv, count, d, op)->wait();
+    const auto& result = inPlace ? send : out;
+    const size_t offset = inPlace ? static_cast<size_t>(r) * count : 0;
+    CHECK(mismatches(result, offset, count, d, [&](size_t i) {
+            return closedForm(n, static_cast<size_t>(r) * count + i, op, d);
+          }) == 0);
+  });
 }
 
 TEST_CASE("allgather: every dtype and size, in and out of place", "[comm][collectives][mpi]") {

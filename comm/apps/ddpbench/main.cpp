@@ -47,6 +47,18 @@ struct Plan {
   bench::SweepOptions sweep;
 };
 
+// One named value, or "all" of them; an unknown name fails with the list.
+template <typename T, size_t N>
+std::vector<T> parseChoice(const std::string& text, const T (&all)[N],
+                           std::optional<T> (*parse)(std::string_view),
+                           std::string_view (*name)(T), std::string_view what) {
+  if (text == "all") return std::vector<T>(std::begin(all), std::end(all));
+  if (const auto value = parse(text)) return {*value};
+  std::vector<std::string_view> names;
+  for (const T& value : all) names.push_back(name(value));
+  throw ddp::ConfigError(fmt::format("unknown {} '{}' (known: {}, all)", what, text, fmt::join(names, ", ")));
+}
+
 Plan makePlan(const Options& o) {
   Plan plan;
   if (o.op == "all") {
@@ -66,20 +78,8 @@ Plan makePlan(const Options& o) {
   s.warmup = o.warmup;
   s.check = o.check != 0;
   s.root = o.root;
-  if (o.dtype == "all") {
-    plan.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
-  } else if (const auto dtype = parseDType(o.dtype)) {
-    plan.dtypes.push_back(*dtype);
-  } else {
-    throw ddp::ConfigError(fmt::format("unknown type '{}' (-d: float, double, int32, int64, half, bf16, all)", o.dtype));
-  }
-  if (o.redop == "all") {
-    plan.redops.assign(std::begin(kAllReduceOps), std::end(kAllReduceOps));
-  } else if (const auto redop = parseReduceOp(o.redop)) {
-    plan.redops.push_back(*redop);
-  } else {
-    throw ddp::ConfigError(fmt::format("unknown reduction '{}' (-o: sum, prod, min, max, avg, all)", o.redop));
-  }
+  plan.dtypes = parseChoice(o.dtype, kAllDTypes, parseDType, dtypeName, "type (-d)");
+  plan.redops = parseChoice(o.redop, kAllReduceOps, parseReduceOp, reduceOpName, "reduction (-o)");
   bench::validate(s, std::max(1, s.root + 1));  // the root is checked against the world later
   if (!o.json.empty()) {
     const auto dir = std::filesystem::absolute(o.json).parent_path();

@@ -122,9 +122,7 @@ struct Rendezvous {
 
 Rendezvous planRendezvous(const WorldInfo& world, const BackendOptions& options) {
   const auto interfaces = listInterfaces();
-  const auto environment = Environment::fromProcess();
-  std::string ifname = options.interface;
-  if (ifname.empty()) ifname = environment.get(env::kGlooIfname).value_or("");
+  const std::string& ifname = options.interface;
 
   Rendezvous plan;
   if (world.hasMpi() && !world.masterAddr) {
@@ -142,7 +140,8 @@ Rendezvous planRendezvous(const WorldInfo& world, const BackendOptions& options)
     if (ifname.empty()) plan.interface = interfaceReaching(interfaces, plan.host);
     if (plan.interface.loopback && !oneHost) {
       throw ConfigError(fmt::format(
-          "gloo: interface '{}' is loopback but the ranks run on several hosts: set {}",
+          "gloo: interface '{}' is loopback but the ranks run on several hosts: set {} or "
+          "--interface",
           plan.interface.name, env::kGlooIfname));
     }
     return plan;

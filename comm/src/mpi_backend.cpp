@@ -2,7 +2,6 @@
 
 #include "ddp/comm/detail/shm_allreduce.hpp"
 #include "ddp/comm/detail/work_queue.hpp"
-#include "ddp/comm/environment.hpp"
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/mpi_session.hpp"
 
@@ -40,7 +39,8 @@ int toInt(size_t count) {
 
 class MpiBackend final : public Backend {
  public:
-  explicit MpiBackend(const WorldInfo& world) : session_(MpiSession::instance()) {
+  MpiBackend(const WorldInfo& world, const BackendOptions& options)
+      : session_(MpiSession::instance()) {
     std::lock_guard<std::mutex> lock(session_.mutex());
     if (world.size != session_.worldSize()) {
       throw ConfigError(fmt::format(
@@ -54,9 +54,7 @@ class MpiBackend final : public Backend {
     DDP_CHECK_MPI(MPI_Comm_size(comm_, &size_));
     create16BitOps<DType::kFloat16>(halfOps_);
     create16BitOps<DType::kBFloat16>(bf16Ops_);
-    const auto ranksPerHost =
-        Environment::fromProcess().getInt(env::kMpiShmRanksPerHost, 1, size_).value_or(0);
-    shm_ = std::make_unique<detail::ShmAllreduce>(comm_, static_cast<int>(ranksPerHost));
+    shm_ = std::make_unique<detail::ShmAllreduce>(comm_, options.shmRanksPerHost);
   }
 
   ~MpiBackend() override {
@@ -191,8 +189,8 @@ class MpiBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> makeMpiBackend(const WorldInfo& world, const BackendOptions& /*options*/) {
-  return std::make_unique<MpiBackend>(world);
+std::unique_ptr<Backend> makeMpiBackend(const WorldInfo& world, const BackendOptions& options) {
+  return std::make_unique<MpiBackend>(world, options);
 }
 
 }  // namespace ddp::comm

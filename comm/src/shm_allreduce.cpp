@@ -56,7 +56,8 @@ void ShmAllreduce::run(const void* send, void* recv, size_t count, DType dtype, 
                        MPI_Datatype mpiType, MPI_Op mpiOp) {
   const size_t typeSize = dtypeSize(dtype);
   // Segments hold whole elements, split into localSize shares of whole elements.
-  const size_t perSegment = kSegmentBytes / typeSize / localSize_ * localSize_;
+  const size_t perSegment =
+      std::max(kSegmentBytes / typeSize / localSize_, size_t{1}) * localSize_;
   const auto* in = static_cast<const char*>(send);
   auto* out = static_cast<char*>(recv);
   int set = 0;

@@ -211,7 +211,9 @@ int main(int argc, char** argv) {
   if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   int rc = 0;
   try {
-    gBackend = builtinBackends().create(backend, discoverWorld(ddp::Environment::fromProcess()));
+    const auto environment = ddp::Environment::fromProcess();
+    gBackend = builtinBackends().create(backend, discoverWorld(environment),
+                                        BackendOptions::fromEnvironment(environment));
     rc = session.run();
     gBackend->barrier()->wait();
   } catch (const std::exception& e) {

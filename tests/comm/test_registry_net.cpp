@@ -57,3 +57,14 @@ TEST_CASE("rank 0's rendezvous address", "[comm][net]") {
   CHECK(decoded.interfaces[1].netmask == 0xffffff00);
   CHECK(decoded.interfaces[0].loopback);
 }
+
+TEST_CASE("backend options from the environment", "[comm][registry]") {
+  const auto options = BackendOptions::fromEnvironment(
+      ddp::Environment({{"DDP_GLOO_IFNAME", "eth1"}, {"DDP_MPI_SHM_RANKS_PER_HOST", "2"}}));
+  CHECK(options.interface == "eth1");
+  CHECK(options.shmRanksPerHost == 2);
+  CHECK(BackendOptions::fromEnvironment(ddp::Environment()).interface.empty());
+  CHECK_THROWS_WITH(BackendOptions::fromEnvironment(
+                        ddp::Environment({{"DDP_MPI_SHM_RANKS_PER_HOST", "two"}, {"HOME", "/root"}})),
+                    Contains("DDP_MPI_SHM_RANKS_PER_HOST='two' is not an integer"));
+}

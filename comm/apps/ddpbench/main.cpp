@@ -103,10 +103,11 @@ void writeJsonAtomically(const std::string& path, const nlohmann::json& document
 
 int run(const Options& o) {
   const Plan plan = makePlan(o);
-  const WorldInfo world = discoverWorld(ddp::Environment::fromProcess());
+  const auto environment = ddp::Environment::fromProcess();
+  const WorldInfo world = discoverWorld(environment);
   bench::validate(plan.sweep, world.size);
-  BackendOptions backendOptions;
-  backendOptions.interface = o.interface;
+  auto backendOptions = BackendOptions::fromEnvironment(environment);
+  if (!o.interface.empty()) backendOptions.interface = o.interface;
   auto backend = builtinBackends().create(o.backend, world, backendOptions);
 
   const bool printer = backend->rank() == 0;

@@ -1,6 +1,7 @@
 #pragma once
 // The collective-communication interface every backend implements (docs/comm.md).
 
+#include "ddp/comm/environment.hpp"
 #include "ddp/comm/types.hpp"
 #include "ddp/comm/world.hpp"
 
@@ -39,14 +40,22 @@ class Memory {
   virtual void copyToHost(void* hostDst, const void* src, size_t bytes) = 0;
 };
 
-// Options every backend takes; a backend ignores what does not concern it.
+// Options every backend takes; a backend ignores what does not concern it. Backends never read
+// the environment themselves: fromEnvironment() turns the DDP_* variables into options.
 struct BackendOptions {
   // Default timeout of collectives (and of the rendezvous for gloo).
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
-  // Network interface for gloo; empty: the one that reaches rank 0 (or DDP_GLOO_IFNAME).
+  // Network interface for gloo; empty: the one that reaches rank 0.
   std::string interface;
   // CUDA device for nccl; -1: the local rank modulo the visible devices.
   int device = -1;
+  // mpi: > 0 splits each host's ranks into groups of this many for the shared-memory
+  // allreduce, each group treated as a host (tests its multi-host path on one machine).
+  int shmRanksPerHost = 0;
+
+  // Defaults, with DDP_GLOO_IFNAME and DDP_MPI_SHM_RANKS_PER_HOST applied; throws ConfigError
+  // for malformed values.
+  static BackendOptions fromEnvironment(const Environment& environment);
 };
 
 // A process group: `size()` processes that call the same collectives in the same order.

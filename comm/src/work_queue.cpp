@@ -42,10 +42,25 @@ void QueuedWork::markDone(std::exception_ptr error) {
   done_.notify_all();
 }
 
+namespace {
+
+// Runs `task`, recording in `work` when it started, when it ended and what it threw.
+void execute(const std::function<void()>& task, QueuedWork& work) {
+  work.markStarted();
+  std::exception_ptr error;
+  try {
+    task();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  work.markDone(error);
+}
+
+}  // namespace
+
 std::shared_ptr<Work> completedWork() {
   auto work = std::make_shared<QueuedWork>();
-  work->markStarted();
-  work->markDone(nullptr);
+  execute([] {}, *work);
   return work;
 }
 
@@ -61,11 +76,13 @@ WorkQueue::~WorkQueue() {
 }
 
 std::shared_ptr<Work> WorkQueue::submit(std::function<void()> task) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return enqueueLocked(std::move(task));
+}
+
+std::shared_ptr<Work> WorkQueue::enqueueLocked(std::function<void()> task) {
   auto work = std::make_shared<QueuedWork>();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    tasks_.emplace_back(std::move(task), work);
-  }
+  tasks_.emplace_back(std::move(task), work);
   ready_.notify_one();
   return work;
 }
@@ -73,23 +90,11 @@ std::shared_ptr<Work> WorkQueue::submit(std::function<void()> task) {
 std::shared_ptr<Work> WorkQueue::runOrSubmit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (running_ || !tasks_.empty()) {
-      auto work = std::make_shared<QueuedWork>();
-      tasks_.emplace_back(std::move(task), work);
-      ready_.notify_one();
-      return work;
-    }
+    if (running_ || !tasks_.empty()) return enqueueLocked(std::move(task));
     running_ = true;
   }
   auto work = std::make_shared<QueuedWork>();
-  work->markStarted();
-  std::exception_ptr error;
-  try {
-    task();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  work->markDone(error);
+  execute(task, *work);
   bool queued = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -112,14 +117,7 @@ void WorkQueue::loop() {
       tasks_.pop_front();
       running_ = true;
     }
-    item.second->markStarted();
-    std::exception_ptr error;
-    try {
-      item.first();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    item.second->markDone(error);
+    execute(item.first, *item.second);
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
   }

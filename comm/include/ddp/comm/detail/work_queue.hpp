@@ -52,6 +52,8 @@ class WorkQueue {
 
  private:
   void loop();
+  // Appends `task` and wakes the queue's thread; mutex_ must be held.
+  std::shared_ptr<Work> enqueueLocked(std::function<void()> task);
 
   std::mutex mutex_;
   std::condition_variable ready_;

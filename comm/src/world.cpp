@@ -188,4 +188,11 @@ WorldInfo discoverWorld(const Environment& env) {
   return world;
 }
 
+bool isFirstRankProcess() {
+  auto environment = Environment::fromProcess();
+  auto rank = environment.get(env::kOmpiRank);
+  if (!rank) rank = environment.get(env::kRank);
+  return !rank || *rank == "0";
+}
+
 }  // namespace ddp::comm

@@ -147,13 +147,6 @@ int run(const Options& o) {
   return wrong == 0 ? 0 : 1;
 }
 
-// Only one rank reports errors that every rank hits alike (bad flags).
-bool firstRank() {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (rank == nullptr) rank = std::getenv("RANK");
-  return rank == nullptr || std::string(rank) == "0";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,7 +173,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (firstRank()) std::cerr << "ddpbench: " << e.what() << " (see --help)\n";
+    if (isFirstRankProcess()) std::cerr << "ddpbench: " << e.what() << " (see --help)\n";
     return 2;
   }
   if (o.listBackends) {
@@ -191,7 +184,7 @@ int main(int argc, char** argv) {
     return run(o);
   } catch (const std::exception& e) {
     const int code = ddp::exitCodeFor(e);
-    if (!MpiSession::active() || firstRank() || code != 2) std::cerr << "ddpbench: " << e.what() << "\n";
+    if (!MpiSession::active() || isFirstRankProcess() || code != 2) std::cerr << "ddpbench: " << e.what() << "\n";
     MpiSession::abortJob(code);
     return code;
   }

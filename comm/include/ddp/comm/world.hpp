@@ -36,4 +36,8 @@ WorldInfo discoverWorld(const Environment& environment);
 // Throws ConfigError when the string is malformed or has no entry for `nodeId`.
 int slurmTasksOnNode(std::string_view tasksPerNode, int nodeId);
 
+// True unless this process's environment names it a rank other than 0 (Open MPI or torchrun
+// variables): the one process that reports errors every rank hits alike, before any set-up.
+bool isFirstRankProcess();
+
 }  // namespace ddp::comm

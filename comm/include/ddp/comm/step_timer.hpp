@@ -1,0 +1,83 @@
+#pragma once
+// StepTimer: measures the phases of each training step and appends one timings record per step
+// (docs/timings.md) to a buffered file.
+
+#include "ddp/comm/environment.hpp"
+#include "ddp/comm/timings.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace ddp::comm {
+
+struct StepTimerOptions {
+  std::string path;  // the JSONL file; empty: measure without writing
+  int rank = 0;
+  int worldSize = 0;
+  // Lines are written when this much is buffered, or when flushInterval has passed since the
+  // last write (so the file doubles as a heartbeat), and at flush() and destruction.
+  size_t bufferBytes = 64 * 1024;
+  std::chrono::milliseconds flushInterval{1000};
+
+  // path = $DDPRUN_RUN_DIR/timings/rank-NNNNN.jsonl when DDPRUN_RUN_DIR is set, else empty.
+  static StepTimerOptions fromEnvironment(const Environment& environment, int rank, int worldSize);
+};
+
+// One per rank, used by one thread (the training loop), except recordCollective(), which may
+// be called from any thread while a step is open. Steps do not nest; phases within a step do
+// not overlap, and a phase entered twice in a step adds up.
+class StepTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Creates the file's directory and truncates the file; throws ConfigError when it cannot.
+  explicit StepTimer(StepTimerOptions options);
+  ~StepTimer();  // flushes; never throws
+  StepTimer(const StepTimer&) = delete;
+  StepTimer& operator=(const StepTimer&) = delete;
+
+  bool writing() const { return file_ != nullptr; }
+  const std::string& path() const { return options_.path; }
+
+  void beginStep(int64_t step, int64_t samples);
+  void beginPhase(Phase phase);
+  void endPhase();
+  void recordCollective(CollectiveOp op, int bucket, uint64_t bytes, Clock::time_point start,
+                        std::chrono::nanoseconds duration);
+  void setLoss(double loss) { current_.loss = loss; }
+  // Closes the step (and an open phase) and returns its record.
+  const StepRecord& endStep();
+  // Writes what is buffered; throws ddp::Error when the write fails.
+  void flush();
+
+  // Times one phase of the current step for the lifetime of the object.
+  class PhaseScope {
+   public:
+    PhaseScope(StepTimer& timer, Phase phase) : timer_(timer) { timer_.beginPhase(phase); }
+    ~PhaseScope() { timer_.endPhase(); }
+    PhaseScope(const PhaseScope&) = delete;
+    PhaseScope& operator=(const PhaseScope&) = delete;
+
+   private:
+    StepTimer& timer_;
+  };
+  PhaseScope phase(Phase phase) { return PhaseScope(*this, phase); }
+
+ private:
+  StepTimerOptions options_;
+  std::FILE* file_ = nullptr;
+  std::string buffer_;
+  Clock::time_point lastWrite_;
+  StepRecord current_;
+  Clock::time_point stepStart_;
+  int64_t stepStartUnixUs_ = 0;
+  bool inStep_ = false;
+  std::optional<Phase> openPhase_;
+  Clock::time_point phaseStart_;
+  std::mutex collectivesMutex_;  // guards current_.collectives
+};
+
+}  // namespace ddp::comm

@@ -1,0 +1,126 @@
+#include "ddp/comm/step_timer.hpp"
+
+#include "ddp/comm/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace ddp::comm {
+namespace {
+
+double toMs(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+StepTimerOptions StepTimerOptions::fromEnvironment(const Environment& environment, int rank,
+                                                   int worldSize) {
+  StepTimerOptions options;
+  options.rank = rank;
+  options.worldSize = worldSize;
+  if (auto dir = environment.get(env::kRunDir); dir && !dir->empty())
+    options.path = timingsPath(*dir, rank);
+  return options;
+}
+
+StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
+  current_.rank = options_.rank;
+  current_.worldSize = options_.worldSize;
+  lastWrite_ = Clock::now();
+  if (options_.path.empty()) return;
+  std::filesystem::path path(options_.path);
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec)
+    throw ConfigError(fmt::format("cannot create the timings directory {}: {}",
+                                  path.parent_path().string(), ec.message()));
+  file_ = std::fopen(options_.path.c_str(), "w");
+  if (!file_)
+    throw ConfigError(fmt::format("cannot write the timings file {}: {}", options_.path,
+                                  std::strerror(errno)));
+  buffer_.reserve(options_.bufferBytes + 4096);
+}
+
+StepTimer::~StepTimer() {
+  if (!file_) return;
+  try {
+    flush();
+  } catch (...) {
+    // A destructor cannot report; the last flush() the program made did.
+  }
+  std::fclose(file_);
+}
+
+void StepTimer::beginStep(int64_t step, int64_t samples) {
+  if (inStep_) endStep();
+  {
+    std::lock_guard<std::mutex> lock(collectivesMutex_);
+    current_.collectives.clear();
+  }
+  current_.step = step;
+  current_.samples = samples;
+  current_.phasesMs.fill(0);
+  current_.loss.reset();
+  stepStart_ = Clock::now();
+  current_.startUnixUs = unixMicros();
+  // Maps steady-clock instants of this step's collectives onto the wall clock.
+  stepStartUnixUs_ = current_.startUnixUs;
+  inStep_ = true;
+}
+
+void StepTimer::beginPhase(Phase phase) {
+  if (openPhase_) endPhase();
+  openPhase_ = phase;
+  phaseStart_ = Clock::now();
+}
+
+void StepTimer::endPhase() {
+  if (!openPhase_) return;
+  current_.phaseMs(*openPhase_) += toMs(Clock::now() - phaseStart_);
+  openPhase_.reset();
+}
+
+void StepTimer::recordCollective(CollectiveOp op, int bucket, uint64_t bytes,
+                                 Clock::time_point start, std::chrono::nanoseconds duration) {
+  CollectiveRecord record;
+  record.op = op;
+  record.bucket = bucket;
+  record.bytes = bytes;
+  record.startUnixUs =
+      stepStartUnixUs_ +
+      std::chrono::duration_cast<std::chrono::microseconds>(start - stepStart_).count();
+  record.durationMs = toMs(duration);
+  std::lock_guard<std::mutex> lock(collectivesMutex_);
+  current_.collectives.push_back(record);
+}
+
+const StepRecord& StepTimer::endStep() {
+  endPhase();
+  current_.stepMs = toMs(Clock::now() - stepStart_);
+  inStep_ = false;
+  if (file_) {
+    {
+      std::lock_guard<std::mutex> lock(collectivesMutex_);
+      buffer_ += formatStepRecord(current_);
+    }
+    buffer_ += '\n';
+    if (buffer_.size() >= options_.bufferBytes || Clock::now() - lastWrite_ >= options_.flushInterval)
+      flush();
+  }
+  return current_;
+}
+
+void StepTimer::flush() {
+  lastWrite_ = Clock::now();
+  if (!file_ || buffer_.empty()) return;
+  size_t written = std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
+  bool ok = written == buffer_.size() && std::fflush(file_) == 0;
+  buffer_.clear();
+  if (!ok)
+    throw Error(fmt::format("cannot write the timings file {}: {}", options_.path,
+                            std::strerror(errno)));
+}
+
+}  // namespace ddp::comm

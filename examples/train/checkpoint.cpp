@@ -1,0 +1,115 @@
+#include "checkpoint.hpp"
+
+#include "ddp/comm/error.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace ddp::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string checkpointFile(const std::string& dir) { return (fs::path(dir) / "checkpoint.pt").string(); }
+std::string temporaryFor(const std::string& path) { return fmt::format("{}.tmp.{}", path, ::getpid()); }
+
+// Renames tmp over path; on failure removes tmp and throws.
+void commit(const std::string& tmp, const std::string& path) {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    std::remove(tmp.c_str());
+    throw ConfigError(fmt::format("cannot write {}: {}", path, std::strerror(error)));
+  }
+}
+
+}  // namespace
+
+std::string modelSignature(const std::string& modelName, torch::nn::Module& model) {
+  std::string signature = modelName;
+  for (const auto& item : model.named_parameters())
+    signature += fmt::format(";{}{}", item.key(), fmt::join(item.value().sizes(), "x"));
+  return signature;
+}
+
+void checkCheckpointDir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec))
+    throw ConfigError(fmt::format("checkpoint directory {} cannot be created: {}", dir,
+                                  ec ? ec.message() : "a file of that name exists"));
+  auto probe = (fs::path(dir) / fmt::format(".write-test.{}", ::getpid())).string();
+  std::FILE* file = std::fopen(probe.c_str(), "w");
+  if (!file)
+    throw ConfigError(fmt::format("checkpoint directory {} is not writable: {}", dir, std::strerror(errno)));
+  std::fclose(file);
+  std::remove(probe.c_str());
+}
+
+void saveCheckpoint(const std::string& dir, const std::string& signature, torch::nn::Module& model,
+                    torch::optim::Optimizer& optimizer, int64_t step) {
+  torch::serialize::OutputArchive archive, modelArchive, optimizerArchive;
+  model.save(modelArchive);
+  optimizer.save(optimizerArchive);
+  archive.write("model", modelArchive);
+  archive.write("optimizer", optimizerArchive);
+  archive.write("signature", c10::IValue(signature));
+  archive.write("step", c10::IValue(step));
+  const auto path = checkpointFile(dir), tmp = temporaryFor(path);
+  try {
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    std::remove(tmp.c_str());
+    throw ConfigError(fmt::format("cannot write checkpoint {}: {}", tmp, e.what_without_backtrace()));
+  }
+  commit(tmp, path);
+}
+
+std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string& signature,
+                                      torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  const auto path = checkpointFile(dir);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  torch::serialize::InputArchive archive, modelArchive, optimizerArchive;
+  c10::IValue savedSignature, step;
+  try {
+    archive.load_from(path);
+    if (!archive.try_read("signature", savedSignature) || !archive.try_read("step", step) ||
+        !savedSignature.isString() || !step.isInt())
+      throw ConfigError(fmt::format("checkpoint {} is not a train checkpoint (no signature or step)", path));
+    auto saved = savedSignature.toStringRef();
+    if (saved != signature) {
+      auto name = saved.substr(0, saved.find(';'));
+      throw ConfigError(fmt::format("checkpoint {} is of another model ({}{}); this run trains {}",
+                                    path, name, name == signature.substr(0, signature.find(';'))
+                                                    ? " with other parameter shapes" : "",
+                                    signature.substr(0, signature.find(';'))));
+    }
+    archive.read("model", modelArchive);
+    archive.read("optimizer", optimizerArchive);
+    model.load(modelArchive);
+    optimizer.load(optimizerArchive);
+  } catch (const c10::Error& e) {
+    throw ConfigError(fmt::format("checkpoint {} cannot be read: {}", path, e.what_without_backtrace()));
+  }
+  return step.toInt();
+}
+
+void writeFileAtomically(const std::string& path, const void* data, size_t bytes) {
+  const auto tmp = temporaryFor(path);
+  std::FILE* file = std::fopen(tmp.c_str(), "wb");
+  if (!file) throw ConfigError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  bool ok = std::fwrite(data, 1, bytes, file) == bytes;
+  ok = (std::fclose(file) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw ConfigError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  }
+  commit(tmp, path);
+}
+
+}  // namespace ddp::train

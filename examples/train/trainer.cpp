@@ -1,0 +1,249 @@
+// The training loop of the train example: set-up, steps with timed phases, checkpoints, the
+// summary, --verify and --dump-params.
+
+#include "checkpoint.hpp"
+#include "data.hpp"
+#include "models.hpp"
+#include "train.hpp"
+
+#include "ddp/comm/distributed_data_parallel.hpp"
+#include "ddp/comm/error.hpp"
+#include "ddp/comm/registry.hpp"
+#include "ddp/comm/step_timer.hpp"
+#include "ddp/comm/world.hpp"
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <iostream>
+
+namespace ddp::train {
+namespace {
+
+using comm::Phase;
+
+// Mixed precision (docs/train.md): fp16 autocast with a dynamic loss scale on CUDA, bf16
+// autocast on CPU. Gradients stay float32, so DDP is unchanged.
+class Precision {
+ public:
+  Precision(bool amp, bool cuda) : amp_(amp), cuda_(cuda) {}
+  std::string name() const { return !amp_ ? "fp32" : cuda_ ? "fp16-autocast" : "bf16-autocast"; }
+
+  // Autocast for the lifetime of the returned object.
+  struct Scope {
+    Scope(bool on, bool cuda) : on_(on), cuda_(cuda) {
+      if (!on_) return;
+      if (cuda_) {
+        at::autocast::set_enabled(true);
+        at::autocast::set_autocast_gpu_dtype(at::kHalf);
+      } else {
+        at::autocast::set_cpu_enabled(true);
+        at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      }
+    }
+    ~Scope() {
+      if (!on_) return;
+      cuda_ ? at::autocast::set_enabled(false) : at::autocast::set_cpu_enabled(false);
+      at::autocast::clear_cache();
+    }
+    bool on_, cuda_;
+  };
+  Scope autocast() const { return Scope(amp_, cuda_); }
+
+  bool scaling() const { return amp_ && cuda_; }
+  torch::Tensor scale(const torch::Tensor& loss) const { return scaling() ? loss * scale_ : loss; }
+  // Unscales the (already averaged, so identical on every rank) gradients; false when they
+  // overflowed, in which case the step is skipped and the scale halved.
+  bool unscale(torch::nn::Module& model) {
+    if (!scaling()) return true;
+    torch::NoGradGuard noGrad;
+    bool finite = true;
+    for (auto& p : model.parameters()) {
+      if (!p.grad().defined()) continue;
+      p.mutable_grad().div_(scale_);
+      finite = finite && torch::isfinite(p.grad()).all().item<bool>();
+    }
+    if (!finite) {
+      scale_ /= 2;
+      goodSteps_ = 0;
+    } else if (++goodSteps_ % 2000 == 0) {
+      scale_ *= 2;
+    }
+    return finite;
+  }
+
+ private:
+  bool amp_, cuda_;
+  double scale_ = 65536.0;
+  int64_t goodSteps_ = 0;
+};
+
+torch::Tensor flatParameters(torch::nn::Module& model) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : model.parameters()) parts.push_back(p.detach().to(torch::kCPU, torch::kFloat).reshape({-1}));
+  return torch::cat(parts).contiguous();
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Every rank compares its parameters with rank 0's; returns the ranks that differ.
+std::vector<int> differingRanks(comm::DistributedDataParallel& ddp, torch::nn::Module& model) {
+  auto mine = flatParameters(model);
+  auto reference = mine.clone();
+  ddp.broadcastTensors({reference}, 0);
+  auto flags = torch::zeros({ddp.backend().size()}, torch::kInt);
+  flags[ddp.backend().rank()] = torch::equal(mine, reference) ? 0 : 1;
+  ddp.allreduceTensor(flags, comm::ReduceOp::kSum);
+  std::vector<int> ranks;
+  for (int r = 0; r < flags.numel(); ++r)
+    if (flags[r].item<int>()) ranks.push_back(r);
+  return ranks;
+}
+
+std::string defaultBackend(const comm::WorldInfo& world, bool cuda) {
+  if (cuda) return "nccl";
+  return world.source == comm::WorldSource::kTorchrun ? "gloo" : "mpi";
+}
+
+}  // namespace
+
+int runTraining(const TrainOptions& o) {
+  const auto environment = Environment::fromProcess();
+  const auto world = comm::discoverWorld(environment);
+  const bool first = world.rank == 0;
+
+  torch::set_num_threads(o.threads);
+  bool cuda = o.device == "cuda" || (o.device == "auto" && torch::cuda::is_available());
+  if (cuda && !torch::cuda::is_available())
+    throw ConfigError("--device cuda: this LibTorch has no CUDA or no GPU is visible");
+  torch::Device device = cuda ? torch::Device(torch::kCUDA, static_cast<int>(world.localRank % std::max<int64_t>(1, torch::cuda::device_count())))
+                              : torch::Device(torch::kCPU);
+
+  // Everything a user can get wrong is checked before the first collective.
+  auto dataset = openDataset(o.data, o.model, o.syntheticSize, o.seed);
+  ShardSampler sampler(dataset->size(), o.batchSize, o.accumulate, world.size, o.seed);
+  const int64_t totalSteps = o.steps > 0 ? o.steps : o.epochs * sampler.stepsPerEpoch();
+  if (!o.checkpointDir.empty() && first) checkCheckpointDir(o.checkpointDir);
+  // Ranks start from different weights on purpose: DDP makes rank 0's everyone's.
+  torch::manual_seed(o.seed * 1000003 + static_cast<uint64_t>(world.rank));
+  auto model = makeModel(o.model, dataset->shape(), o.hidden);
+  model->to(device);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(o.lr).momentum(o.momentum));
+  const auto signature = modelSignature(o.model, *model);
+  int64_t startStep = 0;
+  if (o.resume && !o.checkpointDir.empty()) {
+    if (auto step = loadCheckpoint(o.checkpointDir, signature, *model, optimizer)) startStep = *step;
+  }
+  comm::StepTimerOptions timerOptions = comm::StepTimerOptions::fromEnvironment(environment, world.rank, world.size);
+  if (!o.timings.empty()) timerOptions.path = o.timings;
+  comm::StepTimer timer(timerOptions);
+
+  const std::string backendName = o.backend.empty() ? defaultBackend(world, cuda) : o.backend;
+  auto backend = comm::builtinBackends().create(backendName, world, comm::BackendOptions::fromEnvironment(environment));
+  comm::DdpOptions ddpOptions;
+  ddpOptions.bucketCapMb = o.bucketMb;
+  ddpOptions.firstBucketCapMb = o.firstBucketMb;
+  ddpOptions.overlap = o.overlap;
+  ddpOptions.findUnusedParameters = o.findUnused;
+  comm::DistributedDataParallel ddp(model, *backend, ddpOptions);
+  ddp.setTimer(&timer);
+  Precision precision(o.amp, cuda);
+
+  int64_t parameterCount = 0;
+  for (const auto& p : model->parameters()) parameterCount += p.numel();
+  if (first) {
+    std::cout << fmt::format("train: model={} params={} data={} backend={} world={} batch={}x{}/rank "
+                             "buckets={} overlap={} precision={} device={}{}\n",
+                             o.model, parameterCount, dataset->describe(), backendName, world.size,
+                             o.batchSize, o.accumulate, ddp.buckets().size(), o.overlap ? "on" : "off",
+                             precision.name(), device.str(),
+                             timer.writing() ? " timings=" + timer.path() : "");
+    if (startStep > 0) std::cout << fmt::format("train: resumed from step {} of {}\n", startStep, o.checkpointDir);
+    std::cout << std::flush;
+  }
+
+  const int64_t logEvery = o.logEvery > 0 ? o.logEvery : std::max<int64_t>(1, totalSteps / 10);
+  std::vector<double> stepMs;
+  double lastLoss = 0;
+  model->train();
+  for (int64_t step = startStep; step < totalSteps; ++step) {
+    timer.beginStep(step, o.batchSize * o.accumulate);
+    double stepLoss = 0;
+    for (int64_t micro = 0; micro < o.accumulate; ++micro) {
+      timer.beginPhase(Phase::kData);
+      torch::Tensor x, y;
+      dataset->load(sampler.indices(step, world.rank, micro), x, y);
+      x = x.to(device);
+      y = y.to(device);
+      timer.beginPhase(Phase::kForward);
+      // All but the last micro-batch accumulate locally; the last one's backward all-reduces.
+      std::optional<comm::DistributedDataParallel::NoSyncGuard> noSync;
+      if (micro + 1 < o.accumulate) noSync.emplace(ddp);
+      torch::Tensor loss;
+      {
+        auto scope = precision.autocast();
+        auto output = ddp.forward([&] { return model->forward(x); });
+        loss = torch::nn::functional::cross_entropy(output.to(torch::kFloat), y) / static_cast<double>(o.accumulate);
+      }
+      timer.beginPhase(Phase::kBackward);
+      precision.scale(loss).backward();  // ends in comm_wait: DDP waits for the last buckets
+      stepLoss += loss.item<double>();
+    }
+    timer.beginPhase(Phase::kOptimizer);
+    if (precision.unscale(*model)) optimizer.step();
+    optimizer.zero_grad();
+    timer.setLoss(stepLoss);
+    stepMs.push_back(timer.endStep().stepMs);
+    lastLoss = stepLoss;
+
+    const int64_t done = step + 1;
+    if (first && !o.checkpointDir.empty() && o.checkpointEvery > 0 && done % o.checkpointEvery == 0 && done < totalSteps)
+      saveCheckpoint(o.checkpointDir, signature, *model, optimizer, done);
+    if (first && (done % logEvery == 0 || done == totalSteps))
+      std::cout << fmt::format("train: step {}/{} loss {:.4f} step_ms {:.2f}\n", done, totalSteps, stepLoss, stepMs.back())
+                << std::flush;
+  }
+  timer.flush();
+  if (first && !o.checkpointDir.empty() && totalSteps > startStep)
+    saveCheckpoint(o.checkpointDir, signature, *model, optimizer, totalSteps);
+
+  // The loss of the last step, averaged over ranks.
+  auto lossTensor = torch::tensor({lastLoss}, torch::kDouble);
+  ddp.allreduceTensor(lossTensor, comm::ReduceOp::kAvg);
+  const double loss = lossTensor.item<double>();
+  if (first) {
+    double ms = median(stepMs);
+    double samplesPerSecond = ms > 0 ? static_cast<double>(sampler.globalBatch()) * 1000.0 / ms : 0;
+    std::cout << fmt::format("train: steps={} step_ms_median={:.3f} samples_per_s={:.1f} loss={:.4f} precision={}\n",
+                             stepMs.size(), ms, samplesPerSecond, loss, precision.name())
+              << std::flush;
+  }
+
+  int exitCode = 0;
+  if (o.verify) {
+    auto ranks = differingRanks(ddp, *model);
+    if (first) {
+      if (ranks.empty())
+        std::cout << fmt::format("train: verify: parameters bitwise identical on {} ranks\n", world.size);
+      else
+        std::cerr << fmt::format("train: verify: parameters of rank(s) {} differ from rank 0's\n", fmt::join(ranks, ", "));
+    }
+    if (!ranks.empty()) exitCode = 1;
+  }
+  if (first && !o.dumpParams.empty()) {
+    static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "--dump-params writes the host's float32");
+    auto flat = flatParameters(*model);
+    writeFileAtomically(o.dumpParams, flat.data_ptr(), static_cast<size_t>(flat.numel()) * sizeof(float));
+  }
+  std::cout << std::flush;
+  return exitCode;
+}
+
+}  // namespace ddp::train

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# ddp-step.sh [OUT_DIR]: median step time of `train` (overlap on, overlap off; mpi and gloo
+# backends) against PyTorch DDP over Gloo (bench/torch_ddp_train.py, Debian's python3-torch),
+# same model, batch, optimizer and world size, one thread per rank, at np 1, 2, 4, for the MLP
+# and resnet18. Each configuration runs REPS times, interleaved; the page takes the median run.
+# Also the step timer's own cost. Writes OUT_DIR/ddp-step.jsonl and docs/benchmarks.md.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DDP_BUILD_DIR:-$root/build}
+out=${1:-$root/bench/results}
+reps=${REPS:-3}
+mkdir -p "$out"
+results=$out/ddp-step.jsonl
+: >"$results"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun=(mpirun --oversubscribe --bind-to none)
+
+ours() {  # ours IMPL MODEL NP BATCH STEPS TRAIN_ARGS...
+  local impl=$1 model=$2 np=$3 batch=$4 steps=$5
+  shift 5
+  local line
+  line=$("${mpirun[@]}" -np "$np" "$build/examples/train" --model "$model" --batch-size "$batch" \
+           --steps "$steps" --threads 1 "$@" | grep '^train: steps=')
+  # train: steps=N step_ms_median=X samples_per_s=Y loss=Z ...
+  local ms=${line#*step_ms_median=}
+  ms=${ms%% *}
+  echo "{\"impl\": \"$impl\", \"model\": \"$model\", \"np\": $np, \"batch\": $batch, \"step_ms_median\": $ms}" >>"$results"
+}
+
+for model in mlp resnet18; do
+  if [ "$model" = mlp ]; then batch=32 steps=200; else batch=8 steps=8; fi
+  for np in 1 2 4; do
+    for rep in $(seq "$reps"); do
+      echo "== $model np=$np run $rep/$reps" >&2
+      ours ours-mpi "$model" $np $batch $steps --backend mpi
+      ours ours-mpi-no-overlap "$model" $np $batch $steps --backend mpi --no-overlap
+      ours ours-gloo "$model" $np $batch $steps --backend gloo
+      /usr/bin/python3 "$root/bench/torch_ddp_train.py" "$model" $np $batch $steps >>"$results"
+    done
+  done
+done
+"$build/bench/step_timer_overhead" >"$out/step-timer.json"
+/usr/bin/python3 "$root/bench/ddp_report.py" "$results" "$out/step-timer.json" >"$root/docs/benchmarks.md"
+cat "$root/docs/benchmarks.md"

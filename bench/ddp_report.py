@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Writes docs/benchmarks.md from bench/ddp-step.sh's results.
+
+usage: ddp_report.py DDP_STEP_JSONL STEP_TIMER_JSON
+"""
+import collections
+import json
+import os
+import platform
+import statistics
+import sys
+
+IMPLS = [("ours-mpi", "ours, mpi, overlap"), ("ours-mpi-no-overlap", "ours, mpi, no overlap"),
+         ("ours-gloo", "ours, gloo, overlap"), ("pytorch-ddp-gloo", "PyTorch DDP, gloo")]
+PEER = "pytorch-ddp-gloo"
+TARGET_RATIO = 0.70
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main():
+    runs = collections.defaultdict(list)
+    batches = {}
+    with open(sys.argv[1]) as f:
+        for row in map(json.loads, filter(str.strip, f)):
+            runs[(row["model"], row["np"], row["impl"])].append(row["step_ms_median"])
+            batches[row["model"]] = row["batch"]
+    with open(sys.argv[2]) as f:
+        timer = json.load(f)
+    ms = {key: statistics.median(values) for key, values in runs.items()}
+    models = sorted({m for m, _, _ in ms}, key=lambda m: (m != "mlp", m))
+    sizes = sorted({n for _, n, _ in ms})
+    reps = max(len(v) for v in runs.values())
+
+    print("# Benchmarks\n")
+    print("Regenerate with `bench/ddp-step.sh` (needs a build in `build/`). Every number on this page")
+    print(f"comes from one run of it on this machine: {cpu_model()}, {os.cpu_count()} cores, "
+          f"LibTorch/PyTorch 1.13 (Debian), one thread per rank, `mpirun --oversubscribe --bind-to none`.")
+    print(f"Each configuration ran {reps} times, interleaved; the tables show the median run's median step time.\n")
+
+    print("## DDP step time against PyTorch DDP\n")
+    print("Same model, synthetic data shape, per-rank batch, SGD with momentum and world size; the step is")
+    print("data + forward + backward (with the gradient allreduce) + optimizer. PyTorch DDP is")
+    print("`torch.nn.parallel.DistributedDataParallel` over Gloo (`bench/torch_ddp_train.py`), its default")
+    print("25 MB buckets, as ours.\n")
+    head = " | ".join(label for _, label in IMPLS)
+    print(f"| model (batch/rank) | np | {head} | ours mpi / PyTorch | ours gloo / PyTorch |")
+    print("|---|---:|" + "---:|" * len(IMPLS) + "---:|---:|")
+    verdicts = []
+    for model in models:
+        for n in sizes:
+            cells = [f"{ms[(model, n, impl)]:.2f} ms" if (model, n, impl) in ms else "–" for impl, _ in IMPLS]
+            peer = ms.get((model, n, PEER))
+            ratio = ms[(model, n, "ours-mpi")] / peer
+            ratio_gloo = ms[(model, n, "ours-gloo")] / peer
+            print(f"| {model} ({batches[model]}) | {n} | " + " | ".join(cells) + f" | **{ratio:.2f}×** | {ratio_gloo:.2f}× |")
+            if n > 1:
+                verdicts.append((model, n, ratio))
+    print()
+    print(f"Target: ours ≤ {TARGET_RATIO:.2f}× PyTorch's step time at np 2 and 4.\n")
+    for model, n, ratio in verdicts:
+        print(f"- {model} np={n}: {ratio:.2f}× — {'met' if ratio <= TARGET_RATIO else 'missed'}")
+    print()
+
+    print("## Weak scaling efficiency\n")
+    print("Per-rank batch fixed, so the ideal is a constant step time: efficiency(np) = step(1) / step(np).")
+    print(f"This machine has {os.cpu_count()} cores: at np=4 ranks share cores, so every implementation")
+    print("loses about half by oversubscription alone; compare the columns, not the absolute values.\n")
+    print(f"| model | np | " + " | ".join(label for _, label in IMPLS) + " |")
+    print("|---|---:|" + "---:|" * len(IMPLS))
+    scaling = []
+    for model in models:
+        for n in sizes:
+            if n == 1:
+                continue
+            effs = {impl: ms[(model, 1, impl)] / ms[(model, n, impl)] for impl, _ in IMPLS if (model, n, impl) in ms}
+            print(f"| {model} | {n} | " + " | ".join(f"{effs[impl]:.0%}" for impl, _ in IMPLS) + " |")
+            scaling.append((model, n, effs["ours-mpi"], effs[PEER]))
+    print()
+    print("Target: our scaling efficiency at least PyTorch's.\n")
+    for model, n, ours, peer in scaling:
+        print(f"- {model} np={n}: ours {ours:.0%} vs PyTorch {peer:.0%} — {'met' if ours >= peer else 'missed'}")
+    print()
+
+    step = ms[("mlp", 1, "ours-mpi")]
+    print("## Step timer overhead\n")
+    print("`bench/step_timer_overhead`: a step as `train` times it (five phases, three bucket")
+    print("collectives, the loss), formatted with nlohmann/json and written through a 64 KiB buffer.\n")
+    print("| | µs per step | share of the MLP np=1 step |")
+    print("|---|---:|---:|")
+    for key, label in (("us_per_step_silent", "measuring only"), ("us_per_step_writing", "measuring + writing the JSONL")):
+        print(f"| {label} | {timer[key]:.2f} | {timer[key] / (step * 1000):.3%} |")
+    print(f"\n{timer['bytes_per_step']:.0f} bytes per step. Target ≤ 1 % of step time: "
+          f"{'met' if timer['us_per_step_writing'] / (step * 1000) <= 0.01 else 'missed'} on the smallest step measured here ({step:.2f} ms).")
+
+
+if __name__ == "__main__":
+    main()

@@ -13,6 +13,8 @@ mkdir -p "$out"
 results=$out/ddp-step.jsonl
 : >"$results"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# One thread per rank for both sides: LibTorch's set_num_threads does not reach OpenBLAS.
+export OPENBLAS_NUM_THREADS=1
 mpirun=(mpirun --oversubscribe --bind-to none)
 
 ours() {  # ours IMPL MODEL NP BATCH STEPS TRAIN_ARGS...

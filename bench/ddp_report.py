@@ -44,7 +44,7 @@ def main():
     print("# Benchmarks\n")
     print("Regenerate with `bench/ddp-step.sh` (needs a build in `build/`). Every number on this page")
     print(f"comes from one run of it on this machine: {cpu_model()}, {os.cpu_count()} cores, "
-          f"LibTorch/PyTorch 1.13 (Debian), one thread per rank, `mpirun --oversubscribe --bind-to none`.")
+          f"LibTorch/PyTorch 1.13 (Debian), one thread per rank (`OPENBLAS_NUM_THREADS=1` for both), `mpirun --oversubscribe --bind-to none`.")
     print(f"Each configuration ran {reps} times, interleaved; the tables show the median run's median step time.\n")
 
     print("## DDP step time against PyTorch DDP\n")

@@ -6,6 +6,13 @@ install(TARGETS ddp_comm EXPORT ddprunTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS ddpbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+set(DDP_CONFIG_DEPENDENCIES "")
+if(DDP_HAVE_TORCH)
+  # ddp::torch (DistributedDataParallel) for LibTorch projects, and the train example.
+  install(TARGETS ddp_torch EXPORT ddprunTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(TARGETS train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  set(DDP_CONFIG_DEPENDENCIES "find_dependency(Torch)")
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/comm/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/generated/ddp/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddp)
 install(EXPORT ddprunTargets NAMESPACE ddp:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddprun)
@@ -14,3 +21,17 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ddprunConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/ddprunConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/ddprunConfig.cmake ${PROJECT_BINARY_DIR}/ddprunConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddprun)
+
+# A Debian package of the same install tree: `cpack -G DEB` in the build directory.
+set(CPACK_PACKAGE_NAME ddprun)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "ddprun")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Distributed data-parallel training toolkit: comm backends, LibTorch DDP, ddpbench, train")
+set(CPACK_PACKAGE_CONTACT "ddprun developers <ddprun@localhost>")
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The headers and the CMake package need the development packages to be used.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenmpi-dev, libfmt-dev, nlohmann-json3-dev")
+include(CPack)

@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace ddp::comm {
 namespace {
@@ -142,13 +144,44 @@ class MpiBackend final : public Backend {
   // otherwise mostly the hand-off to the queue's thread and back.
   static constexpr size_t kInlineBytes = size_t{64} << 10;
 
+  // Large collectives first wait, politely, until every rank has arrived (below).
+  static constexpr size_t kPoliteBytes = size_t{1} << 20;
+
   template <typename F>
   std::shared_ptr<Work> run(F body, size_t bytes = 0) {
-    auto task = [this, body] {
+    auto task = [this, body, polite = bytes >= kPoliteBytes] {
+      if (polite) awaitAllRanks();
       std::lock_guard<std::mutex> lock(session_.mutex());
       body();
     };
     return bytes <= kInlineBytes ? queue_->runOrSubmit(task) : queue_->submit(task);
+  }
+
+  // Open MPI's blocking collectives busy-poll until the last rank arrives. Launched during
+  // backward (DDP's overlap), a collective then spins on a core the rank's own compute thread
+  // needs while slower ranks are still computing: on a CPU-bound host that made overlapped
+  // steps slower than non-overlapped ones. So the queue's thread first waits for everyone
+  // with a non-blocking barrier, spinning only briefly and then sleeping, with the MPI lock
+  // released in between; the collective proper then starts with all ranks present.
+  void awaitAllRanks() {
+    MPI_Request request = MPI_REQUEST_NULL;
+    {
+      std::lock_guard<std::mutex> lock(session_.mutex());
+      DDP_CHECK_MPI(MPI_Ibarrier(comm_, &request));
+    }
+    const auto spinUntil = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    for (;;) {
+      int done = 0;
+      {
+        std::lock_guard<std::mutex> lock(session_.mutex());
+        DDP_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      }
+      if (done) return;
+      if (std::chrono::steady_clock::now() < spinUntil)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
   void checkRoot(int root) const {

@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <iostream>
 
@@ -107,6 +109,14 @@ std::vector<int> differingRanks(comm::DistributedDataParallel& ddp, torch::nn::M
   return ranks;
 }
 
+// LibTorch's thread setting does not reach OpenBLAS, whose pool (one thread per core, spinning
+// between calls) then fights the other ranks for the cores: steps became up to 10x slower at
+// random. OpenBLAS is found at run time, as the BLAS alternative may be another library.
+void setBlasThreads(int threads) {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
+}
+
 std::string defaultBackend(const comm::WorldInfo& world, bool cuda) {
   if (cuda) return "nccl";
   return world.source == comm::WorldSource::kTorchrun ? "gloo" : "mpi";
@@ -120,6 +130,7 @@ int runTraining(const TrainOptions& o) {
   const bool first = world.rank == 0;
 
   torch::set_num_threads(o.threads);
+  setBlasThreads(o.threads);
   bool cuda = o.device == "cuda" || (o.device == "auto" && torch::cuda::is_available());
   if (cuda && !torch::cuda::is_available())
     throw ConfigError("--device cuda: this LibTorch has no CUDA or no GPU is visible");

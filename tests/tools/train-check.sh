@@ -7,6 +7,8 @@
 #   nosync NP B             --accumulate 2 with batch B = one step of batch 2B (1e-4)
 #   resume NP               10 steps + checkpoint, then --resume to 20 = 20 straight (bitwise)
 #   wrong-model             resuming another model's checkpoint: exit 2, checkpoint untouched
+#   real-data               MNIST and CIFAR-10 files in the standard formats, --epochs
+#   amp                     --amp on CPU: bf16 autocast
 #   timings NP              one valid timings record per step per rank in DDPRUN_RUN_DIR
 set -euo pipefail
 mode=$1
@@ -54,6 +56,20 @@ case $mode in
     [ "$(md5sum <"$work/ckpt/checkpoint.pt")" = "$before" ] || { echo "checkpoint changed"; exit 1; }
     [ "$(ls -A "$work/ckpt")" = checkpoint.pt ] || { echo "files left: $(ls -A "$work/ckpt")"; exit 1; }
     echo "ok: $err" ;;
+  real-data)
+    # The standard file formats, read end to end; --epochs over a 256-sample MNIST set.
+    /usr/bin/python3 "$(dirname "$0")/make-datasets.py" "$work/data"
+    out=$($MPIRUN -np 2 "$TRAIN" --model mlp --data "mnist:$work/data/mnist" --batch-size 32 --epochs 2 --verify)
+    grep -q "data=mnist (256 samples)" <<<"$out" && grep -q "train: steps=8 " <<<"$out" ||
+      { echo "unexpected: $out"; exit 1; }
+    out=$($MPIRUN -np 2 "$TRAIN" --model cnn --data "cifar10:$work/data/cifar10" --batch-size 4 --steps 3 --verify)
+    grep -q "data=cifar10 (50000 samples)" <<<"$out" || { echo "unexpected: $out"; exit 1; }
+    echo "$out" ;;
+  amp)
+    # bf16 autocast on CPU: trains, reports it, and the ranks stay identical.
+    out=$($MPIRUN -np 2 "$TRAIN" --model cnn --batch-size 4 --steps 3 --amp --verify)
+    grep -q "precision=bf16-autocast" <<<"$out" || { echo "unexpected: $out"; exit 1; }
+    echo "$out" ;;
   timings)
     np=$1
     DDPRUN_RUN_DIR=$work/run $MPIRUN -x DDPRUN_RUN_DIR -np "$np" "$TRAIN" --model mlp --steps 7 --batch-size 8 --bucket-mb 0.5

@@ -36,18 +36,39 @@ std::string modelSignature(const std::string& modelName, torch::nn::Module& mode
   return signature;
 }
 
+namespace {
+
+// Creates and removes a file in dir; false (errno set) when that fails.
+bool canCreateIn(const fs::path& dir) {
+  auto probe = (dir / fmt::format(".write-test.{}", ::getpid())).string();
+  std::FILE* file = std::fopen(probe.c_str(), "w");
+  if (!file) return false;
+  std::fclose(file);
+  std::remove(probe.c_str());
+  return true;
+}
+
+}  // namespace
+
 void checkCheckpointDir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir, ec))
     throw ConfigError(fmt::format("checkpoint directory {} cannot be created: {}", dir,
                                   ec ? ec.message() : "a file of that name exists"));
-  auto probe = (fs::path(dir) / fmt::format(".write-test.{}", ::getpid())).string();
-  std::FILE* file = std::fopen(probe.c_str(), "w");
-  if (!file)
+  if (!canCreateIn(dir))
     throw ConfigError(fmt::format("checkpoint directory {} is not writable: {}", dir, std::strerror(errno)));
-  std::fclose(file);
-  std::remove(probe.c_str());
+}
+
+void checkWritableParent(const std::string& path, const std::string& option) {
+  auto dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw ConfigError(fmt::format("{} {}: directory {} does not exist", option, path, dir.string()));
+  if (!canCreateIn(dir))
+    throw ConfigError(fmt::format("{} {}: cannot create files in {}: {}", option, path, dir.string(),
+                                  std::strerror(errno)));
 }
 
 void saveCheckpoint(const std::string& dir, const std::string& signature, torch::nn::Module& model,

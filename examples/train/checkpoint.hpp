@@ -25,6 +25,10 @@ void saveCheckpoint(const std::string& dir, const std::string& signature, torch:
 std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string& signature,
                                       torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
+// Checks that a file can be created beside `path` (in its directory); throws ConfigError
+// naming the option.
+void checkWritableParent(const std::string& path, const std::string& option);
+
 // Writes bytes to path through a temporary file and rename; throws ConfigError.
 void writeFileAtomically(const std::string& path, const void* data, size_t bytes);
 

@@ -142,6 +142,7 @@ int runTraining(const TrainOptions& o) {
   ShardSampler sampler(dataset->size(), o.batchSize, o.accumulate, world.size, o.seed);
   const int64_t totalSteps = o.steps > 0 ? o.steps : o.epochs * sampler.stepsPerEpoch();
   if (!o.checkpointDir.empty() && first) checkCheckpointDir(o.checkpointDir);
+  if (!o.dumpParams.empty() && first) checkWritableParent(o.dumpParams, "--dump-params");
   // Ranks start from different weights on purpose: DDP makes rank 0's everyone's.
   torch::manual_seed(o.seed * 1000003 + static_cast<uint64_t>(world.rank));
   auto model = makeModel(o.model, dataset->shape(), o.hidden);
@@ -165,6 +166,16 @@ int runTraining(const TrainOptions& o) {
   ddpOptions.findUnusedParameters = o.findUnused;
   comm::DistributedDataParallel ddp(model, *backend, ddpOptions);
   ddp.setTimer(&timer);
+  if (o.resume) {
+    // A checkpoint directory that not every host sees would silently mix steps.
+    auto low = torch::tensor({startStep}, torch::kLong), high = low.clone();
+    ddp.allreduceTensor(low, comm::ReduceOp::kMin);
+    ddp.allreduceTensor(high, comm::ReduceOp::kMax);
+    if (low.item<int64_t>() != high.item<int64_t>())
+      throw ConfigError(fmt::format("ranks resumed from different steps ({} to {}): --checkpoint {} must be "
+                                    "a directory every host sees", low.item<int64_t>(), high.item<int64_t>(),
+                                    o.checkpointDir));
+  }
   Precision precision(o.amp, cuda);
 
   int64_t parameterCount = 0;

@@ -1,0 +1,305 @@
+#include "ddp/profiler/nccl_facts.hpp"
+
+#include "ddp/comm/error.hpp"
+
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace ddp::profiler {
+namespace {
+
+bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '.' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// "[0]mlx5_0:1/IB [1]erdma_0:1/RoCE [RO]; OOB ib0:..." -> the device tokens.
+template <typename F>
+void forEachBracketedDevice(std::string_view list, F&& f) {
+  size_t end = list.find("; OOB");
+  list = list.substr(0, end);
+  for (size_t i = list.find(']'); i != std::string_view::npos; i = list.find(']', i + 1)) {
+    size_t b = i + 1;
+    while (b < list.size() && (list[b] == ' ' || list[b] == '=' || list[b] == '{')) ++b;
+    size_t e = b;
+    while (e < list.size() && list[e] != ' ' && list[e] != ',' && list[e] != '}' && list[e] != ';' && list[e] != '[') ++e;
+    if (e > b) f(list.substr(b, e - b));
+  }
+}
+
+// "misc/socket.cc:564 -> 2" or "group.cc:65 -> 2 [Async thread]": the result-code trail.
+std::optional<int64_t> returnCode(std::string_view m) {
+  size_t arrow = m.find(" -> ");
+  if (arrow == std::string_view::npos || arrow == 0) return std::nullopt;
+  std::string_view location = m.substr(0, arrow);
+  size_t colon = location.rfind(':');
+  if (colon == std::string_view::npos || location.find(' ') != std::string_view::npos) return std::nullopt;
+  for (size_t k = colon + 1; k < location.size(); ++k)
+    if (location[k] < '0' || location[k] > '9') return std::nullopt;
+  return numberAfter(m.substr(arrow + 3), "");
+}
+
+}  // namespace
+
+void NcclFactsBuilder::addLine(std::string_view line) {
+  ++facts_.linesRead;
+  if (line.empty()) return;
+  if (auto parsed = parseNcclLine(line)) {
+    ++facts_.linesRecognised;
+    if (parsed->damaged) ++facts_.linesDamaged;
+    addMessage(*parsed);
+    return;
+  }
+  // Lines with no prefix at all: the bare version line, and COLL records whose prefix another
+  // writer's output displaced.
+  if (auto version = parseVersion(line)) {
+    ++facts_.linesRecognised;
+    facts_.ncclVersion = std::string(version->nccl);
+    if (!version->cuda.empty()) facts_.cudaVersion = std::string(version->cuda);
+  } else if (auto coll = parseColl(line)) {
+    ++facts_.linesRecognised;
+    ++facts_.collOps[std::string(coll->op)];
+    if (coll->nranks > 0) facts_.nranks = std::max(facts_.nranks.value_or(0), coll->nranks);
+  }
+}
+
+void NcclFactsBuilder::addMessage(const NcclLine& l) {
+  auto& f = facts_;
+  const std::string_view m = l.message;
+  if (l.hasPrefix && !l.host.empty() && f.hosts.size() < 100000) f.hosts.emplace(l.host);
+  const auto failure = classifyFailure(m);
+  if (failure) f.failureKinds.insert(*failure);
+  if (l.level == Level::kWarn) {
+    ++f.warnLines;
+    if (f.warnings.size() < NcclFacts::kMaxWarnings)
+      f.warnings.push_back({std::string(l.host), l.pid, l.dev, std::string(l.file), l.fileLine, std::string(m), failure});
+    else
+      ++f.warningsDropped;
+    return;
+  }
+  if (auto edge = parseEdge(m)) {
+    ++f.edgeLines;
+    f.transports.insert(edge->transport);
+    auto& summary = f.edges[{edge->from, edge->to, static_cast<int>(edge->transport)}];
+    if (summary.lines++ == 0) {
+      summary.from = edge->from;
+      summary.to = edge->to;
+      summary.transport = edge->transport;
+      summary.via = std::string(edge->via);
+    }
+    summary.gdr = summary.gdr || edge->gdr;
+    if (edge->proxyRank >= 0) summary.proxyRank = edge->proxyRank;
+    return;
+  }
+  if (auto env = parseEnvOverride(m)) {
+    f.envOverrides[std::string(env->name)] = std::string(env->value);
+    return;
+  }
+  if (auto coll = parseColl(m)) {
+    ++f.collOps[std::string(coll->op)];
+    if (coll->nranks > 0) f.nranks = std::max(f.nranks.value_or(0), coll->nranks);
+    return;
+  }
+  if (auto version = parseVersion(m)) {
+    f.ncclVersion = std::string(version->nccl);
+    if (!version->cuda.empty()) f.cudaVersion = std::string(version->cuda);
+    return;
+  }
+  if (auto code = returnCode(m)) {
+    ++f.returnCodes[*code];
+    return;
+  }
+  if (startsWith(m, "Init timings")) {
+    InitTiming t;
+    t.rank = static_cast<int>(numberAfter(m, "rank").value_or(-1));
+    t.nranks = static_cast<int>(numberAfter(m, "nranks").value_or(-1));
+    if (size_t at = m.find("total "); at != std::string_view::npos)
+      t.totalSeconds = std::strtod(std::string(m.substr(at + 6, 24)).c_str(), nullptr);
+    if (f.initTimings.size() < NcclFacts::kMaxInitTimings) f.initTimings.push_back(t);
+  }
+  if (auto n = numberAfter(m, "nranks")) f.nranks = std::max(f.nranks.value_or(0), static_cast<int>(*n));
+  if (auto n = numberAfter(m, "nRanks")) f.nranks = std::max(f.nranks.value_or(0), static_cast<int>(*n));
+  if (auto n = numberAfter(m, "nNodes")) f.nnodes = static_cast<int>(*n);
+  if (contains(m, "Init COMPLETE")) {
+    ++f.initCompleteLines;
+    if (auto rank = numberAfter(m, "rank"); rank && l.hasPrefix && f.rankHosts.size() < 100000)
+      f.rankHosts[static_cast<int>(*rank)] = std::string(l.host);
+  }
+  if (auto driver = numberAfter(m, "cudaDriverVersion")) f.cudaDriverVersion = *driver;
+  if (startsWith(m, "Using network ")) {
+    f.network = std::string(trim(m.substr(14)));
+  } else if (startsWith(m, "NET/IB : Using ") || startsWith(m, "NET/IB: Using ")) {
+    netIbUsing_ = !contains(m, "for sideband");
+    if (netIbUsing_) forEachBracketedDevice(m, [&](std::string_view d) { f.ibDevices.emplace(d); });
+  } else if (startsWith(m, "NET/Socket : Using ") || startsWith(m, "NET/Socket: Using ")) {
+    if (!contains(m, "threads")) {
+      netSocketUsing_ = true;
+      forEachBracketedDevice(m, [&](std::string_view d) { f.socketInterfaces.emplace(d.substr(0, d.find(':'))); });
+    }
+  } else if (startsWith(m, "NET : Using interface ")) {  // 2.3
+    auto name = m.substr(22);
+    f.socketInterfaces.emplace(name.substr(0, name.find(':')));
+  } else if (contains(m, "Using internal Network Socket")) {
+    internalSocket_ = true;
+  } else if (contains(m, "use ring PXN")) {
+    if (auto gdr = numberAfter(m, "GDR")) (*gdr ? ringGdrOn_ : ringGdrOff_) = true;
+  }
+}
+
+NcclFacts NcclFactsBuilder::finish() const {
+  NcclFacts f = facts_;
+  const bool ibEdges = f.transports.count(TransportClass::kNetIb) > 0;
+  const bool socketEdges = f.transports.count(TransportClass::kNetSocket) > 0;
+  if (!f.network) {
+    // DESIGN.md: "Using network X", else IB when NET/IB : Using is present, else Socket when
+    // NET/Socket : Using is; older logs say it only through the 2.3 line or the edges.
+    if (netIbUsing_) f.network = "IB";
+    else if (netSocketUsing_ || internalSocket_) f.network = "Socket";
+    else if (ibEdges) f.network = "IB";
+    else if (socketEdges) f.network = "Socket";
+  }
+  bool netEdges = false, gdr = false;
+  for (const auto& [key, e] : f.edges) {
+    if (e.transport == TransportClass::kNetIb || e.transport == TransportClass::kNetSocket ||
+        e.transport == TransportClass::kNetOther) {
+      netEdges = true;
+      gdr = gdr || e.gdr;
+    }
+  }
+  if (netEdges) f.gdrdma = gdr || ringGdrOn_;
+  else if (ringGdrOn_ || ringGdrOff_) f.gdrdma = ringGdrOn_;
+  return f;
+}
+
+NcclFacts readNcclLogs(const std::vector<std::string>& paths) {
+  NcclFactsBuilder builder;
+  std::vector<char> buffer(4 << 20);
+  for (const auto& path : paths) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw ConfigError(fmt::format("cannot read NCCL log {}: {}", path, std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      throw ConfigError(fmt::format("NCCL log {} is a directory, not a file", path));
+    }
+    size_t filled = 0;
+    for (;;) {
+      ssize_t n = ::read(fd, buffer.data() + filled, buffer.size() - filled);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        int error = errno;
+        ::close(fd);
+        throw ConfigError(fmt::format("cannot read NCCL log {}: {}", path, std::strerror(error)));
+      }
+      filled += static_cast<size_t>(n);
+      const char* data = buffer.data();
+      size_t start = 0;
+      while (const void* nl = std::memchr(data + start, '\n', filled - start)) {
+        size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
+        builder.addLine(std::string_view(data + start, end - start));
+        start = end + 1;
+      }
+      if (n == 0 || (start == 0 && filled == buffer.size())) {
+        // End of file, or a line longer than the buffer: take what there is as a line.
+        if (filled > start) builder.addLine(std::string_view(data + start, filled - start));
+        filled = 0;
+        if (n == 0) break;
+        continue;
+      }
+      std::memmove(buffer.data(), data + start, filled - start);
+      filled -= start;
+    }
+    ::close(fd);
+  }
+  return builder.finish();
+}
+
+nlohmann::json toJson(const NcclFacts& f) {
+  using nlohmann::json;
+  auto optional = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  std::vector<std::string> transports;
+  for (auto t : f.transports) transports.emplace_back(transportClassName(t));
+  std::sort(transports.begin(), transports.end());
+  std::vector<std::string> kinds;
+  for (auto k : f.failureKinds) kinds.emplace_back(failureKindName(k));
+  std::sort(kinds.begin(), kinds.end());
+  json edges = json::array();
+  std::set<int> ranks;
+  std::map<std::pair<int, int>, std::set<std::string>> cells;
+  for (const auto& [key, e] : f.edges) {
+    json entry = {{"from", e.from}, {"to", e.to}, {"transport", transportClassName(e.transport)},
+                  {"via", e.via}, {"lines", e.lines}, {"gdr", e.gdr}};
+    if (e.proxyRank >= 0) entry["proxy_rank"] = e.proxyRank;
+    edges.push_back(std::move(entry));
+    ranks.insert(e.from);
+    ranks.insert(e.to);
+    cells[{e.from, e.to}].emplace(transportClassName(e.transport));
+  }
+  std::vector<int> rankList(ranks.begin(), ranks.end());
+  json rows = json::array();
+  for (int from : rankList) {
+    json row = json::array();
+    for (int to : rankList) {
+      auto it = cells.find({from, to});
+      if (it == cells.end()) {
+        row.push_back(nullptr);
+      } else {
+        std::string joined;
+        for (const auto& c : it->second) joined += (joined.empty() ? "" : "+") + c;
+        row.push_back(joined);
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  json warnings = json::array();
+  for (const auto& w : f.warnings) {
+    warnings.push_back({{"host", w.host}, {"pid", w.pid}, {"dev", w.dev},
+                        {"location", w.file.empty() ? json(nullptr) : json(fmt::format("{}:{}", w.file, w.line))},
+                        {"message", w.message},
+                        {"kind", w.kind ? json(failureKindName(*w.kind)) : json(nullptr)}});
+  }
+  json timings = json::array();
+  for (const auto& t : f.initTimings)
+    timings.push_back({{"rank", t.rank}, {"nranks", t.nranks}, {"total_s", t.totalSeconds}});
+  json codes = json::object();
+  for (const auto& [code, count] : f.returnCodes) codes[std::to_string(code)] = count;
+  json rankHosts = json::object();
+  for (const auto& [rank, host] : f.rankHosts) rankHosts[std::to_string(rank)] = host;
+  return {{"nccl_version", optional(f.ncclVersion)},
+          {"cuda_version", optional(f.cudaVersion)},
+          {"cuda_driver_version", optional(f.cudaDriverVersion)},
+          {"hosts", f.hosts},
+          {"nranks", optional(f.nranks)},
+          {"nnodes", optional(f.nnodes)},
+          {"network", optional(f.network)},
+          {"ib_devices", f.ibDevices},
+          {"socket_interfaces", f.socketInterfaces},
+          {"transports", transports},
+          {"gdrdma", optional(f.gdrdma)},
+          {"edge_lines", f.edgeLines},
+          {"env_overrides", f.envOverrides},
+          {"init_complete_lines", f.initCompleteLines},
+          {"coll_ops", f.collOps},
+          {"has_warn", f.hasWarn()},
+          {"failure_kinds", kinds},
+          {"edges", edges},
+          {"matrix", {{"ranks", rankList}, {"cells", rows}}},
+          {"rank_hosts", rankHosts},
+          {"warnings", warnings},
+          {"warnings_dropped", f.warningsDropped},
+          {"init_timings", timings},
+          {"return_codes", codes},
+          {"lines", {{"read", f.linesRead}, {"recognised", f.linesRecognised}, {"damaged", f.linesDamaged}}}};
+}
+
+}  // namespace ddp::profiler

@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   app.add_option("--timings", o.timings, "Timings file (default: $DDPRUN_RUN_DIR/timings/rank-NNNNN.jsonl)");
   app.add_option("--log-every", o.logEvery, "Progress line every N steps (default: ten lines)")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
 
+  app.add_option("--fault", o.faults, "Inject a fault, RANK:STEP:KIND[:ARG]: exit[:CODE], segv, kill, hang, "
+                 "slow:MS (per step from STEP), data:MS (added to the data phase); repeatable");
   const bool first = ddp::comm::isFirstRankProcess();
   try {
     app.parse(argc, argv);

@@ -41,7 +41,19 @@ struct TrainOptions {
   std::string device = "auto";      // auto | cpu | cuda
   std::string timings;              // timings file; empty: $DDPRUN_RUN_DIR/timings/rank-NNNNN.jsonl
   int64_t logEvery = 0;             // 0: about ten progress lines
+  std::vector<std::string> faults;  // --fault RANK:STEP:KIND[:ARG] (docs/train.md)
 };
+
+// An injected fault: from step `step` on, rank `rank` misbehaves (docs/train.md).
+struct Fault {
+  enum class Kind { kExit, kSegv, kKill, kHang, kSlow, kData };
+  int rank = 0;
+  int64_t step = 0;
+  Kind kind = Kind::kExit;
+  int64_t arg = 0;  // exit code, or milliseconds for slow/data
+};
+// Parses "RANK:STEP:KIND[:ARG]"; throws ConfigError naming the spec.
+Fault parseFault(const std::string& spec);
 
 // Image shape of one sample.
 struct SampleShape {

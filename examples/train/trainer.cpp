@@ -19,7 +19,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <iostream>
+#include <map>
+#include <thread>
 
 namespace ddp::train {
 namespace {
@@ -117,12 +121,79 @@ void setBlasThreads(int threads) {
   if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
 }
 
+// Fires this rank's faults for `step` in `phase` (compute faults in forward, data faults in
+// the data phase).
+void injectFaults(const std::vector<Fault>& faults, int rank, int64_t step, Phase phase) {
+  for (const auto& f : faults) {
+    if (f.rank != rank || step < f.step) continue;
+    const bool once = step == f.step;
+    if (phase == Phase::kData) {
+      if (f.kind == Fault::Kind::kData) std::this_thread::sleep_for(std::chrono::milliseconds(f.arg));
+      continue;
+    }
+    switch (f.kind) {
+      case Fault::Kind::kSlow: std::this_thread::sleep_for(std::chrono::milliseconds(f.arg)); break;
+      case Fault::Kind::kExit:
+        if (once) {
+          std::cerr << fmt::format("train: rank {}: injected fault: exit {} at step {}\n", rank, f.arg, step);
+          std::_Exit(static_cast<int>(f.arg));
+        }
+        break;
+      case Fault::Kind::kSegv: if (once) std::raise(SIGSEGV); break;
+      case Fault::Kind::kKill: if (once) std::raise(SIGKILL); break;
+      case Fault::Kind::kHang:
+        if (once)
+          for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+        break;
+      case Fault::Kind::kData: break;
+    }
+  }
+}
+
 std::string defaultBackend(const comm::WorldInfo& world, bool cuda) {
   if (cuda) return "nccl";
   return world.source == comm::WorldSource::kTorchrun ? "gloo" : "mpi";
 }
 
 }  // namespace
+
+Fault parseFault(const std::string& spec) {
+  std::vector<std::string> parts;
+  for (size_t b = 0;;) {
+    size_t e = spec.find(':', b);
+    parts.push_back(spec.substr(b, e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  auto bad = [&](const std::string& why) {
+    return ConfigError(fmt::format("--fault '{}': {} (expected RANK:STEP:KIND[:ARG], KIND one of exit, segv, kill, "
+                                   "hang, slow, data)", spec, why));
+  };
+  if (parts.size() < 3 || parts.size() > 4) throw bad("wrong number of fields");
+  auto integer = [&](const std::string& text, const char* what) {
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(text, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != text.size() || v < 0) throw bad(fmt::format("{} '{}' is not a non-negative integer", what, text));
+    return static_cast<int64_t>(v);
+  };
+  Fault f;
+  f.rank = static_cast<int>(integer(parts[0], "rank"));
+  f.step = integer(parts[1], "step");
+  static const std::map<std::string, Fault::Kind> kKinds = {
+      {"exit", Fault::Kind::kExit}, {"segv", Fault::Kind::kSegv}, {"kill", Fault::Kind::kKill},
+      {"hang", Fault::Kind::kHang}, {"slow", Fault::Kind::kSlow}, {"data", Fault::Kind::kData}};
+  auto kind = kKinds.find(parts[2]);
+  if (kind == kKinds.end()) throw bad(fmt::format("unknown kind '{}'", parts[2]));
+  f.kind = kind->second;
+  const bool needsArg = f.kind == Fault::Kind::kSlow || f.kind == Fault::Kind::kData;
+  if (needsArg && parts.size() != 4) throw bad("slow and data need milliseconds");
+  f.arg = parts.size() == 4 ? integer(parts[3], "argument") : (f.kind == Fault::Kind::kExit ? 1 : 0);
+  return f;
+}
 
 int runTraining(const TrainOptions& o) {
   const auto environment = Environment::fromProcess();
@@ -138,6 +209,8 @@ int runTraining(const TrainOptions& o) {
                               : torch::Device(torch::kCPU);
 
   // Everything a user can get wrong is checked before the first collective.
+  std::vector<Fault> faults;
+  for (const auto& spec : o.faults) faults.push_back(parseFault(spec));
   auto dataset = openDataset(o.data, o.model, o.syntheticSize, o.seed);
   ShardSampler sampler(dataset->size(), o.batchSize, o.accumulate, world.size, o.seed);
   const int64_t totalSteps = o.steps > 0 ? o.steps : o.epochs * sampler.stepsPerEpoch();
@@ -200,11 +273,13 @@ int runTraining(const TrainOptions& o) {
     double stepLoss = 0;
     for (int64_t micro = 0; micro < o.accumulate; ++micro) {
       timer.beginPhase(Phase::kData);
+      if (micro == 0) injectFaults(faults, world.rank, step, Phase::kData);
       torch::Tensor x, y;
       dataset->load(sampler.indices(step, world.rank, micro), x, y);
       x = x.to(device);
       y = y.to(device);
       timer.beginPhase(Phase::kForward);
+      if (micro == 0) injectFaults(faults, world.rank, step, Phase::kForward);
       // All but the last micro-batch accumulate locally; the last one's backward all-reduces.
       std::optional<comm::DistributedDataParallel::NoSyncGuard> noSync;
       if (micro + 1 < o.accumulate) noSync.emplace(ddp);

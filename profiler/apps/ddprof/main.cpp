@@ -1,30 +1,94 @@
-// ddprof: reads what a run left behind and says why it scaled the way it did.
-// Example: ddprof nccl ddprun-runs/*/nccl/*.log --json
+// ddprof: reads what a run left behind and says why it scaled the way it did (docs/profiler.md).
+// Examples: ddprof report ddprun-runs/2026-11-29-train
+//           ddprof nccl run/nccl/*.log --json
+//           ddprof scaling runs/np1 runs/np2 runs/np4
 #include "ddp/comm/error.hpp"
-#include "ddp/profiler/nccl_facts.hpp"
+#include "ddp/profiler/report.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 namespace {
+
+using namespace ddp::profiler;
 
 struct NcclOptions {
   std::vector<std::string> files;
   bool json = false;
 };
 
+struct ReportOptions {
+  std::string dir;
+  std::string format = "text";
+  bool write = true;
+};
+
+struct ScalingOptions {
+  std::vector<std::string> dirs;
+  bool json = false;
+};
+
+void writeAtomically(const std::filesystem::path& path, const std::string& text) {
+  const auto tmp = path.string() + ".tmp";
+  std::FILE* file = std::fopen(tmp.c_str(), "w");
+  bool ok = file && std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  if (file) ok = std::fclose(file) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    std::remove(tmp.c_str());
+    throw ddp::ConfigError(fmt::format("cannot write {}: {}", path.string(), std::strerror(error)));
+  }
+}
+
 int runNccl(const NcclOptions& o) {
-  auto facts = ddp::profiler::readNcclLogs(o.files);
+  auto facts = readNcclLogs(o.files);
   if (o.json)
-    std::cout << ddp::profiler::toJson(facts).dump(2) << "\n";
+    std::cout << toJson(facts).dump(2) << "\n";
   else
-    std::cout << ddp::profiler::renderNcclSummary(facts);
+    std::cout << renderNcclSummary(facts);
   if (facts.linesRecognised == 0) {
     std::cerr << "ddprof: no NCCL log line in " << (o.files.size() == 1 ? o.files[0] : "the files given")
               << " (run with NCCL_DEBUG=INFO)\n";
     return 2;
   }
+  return 0;
+}
+
+int runReport(const ReportOptions& o) {
+  auto run = loadRun(o.dir);
+  auto timing = analyseTimings(run);
+  auto findings = diagnose(run, timing);
+  Report report{run, timing, findings};
+  const auto text = renderReportText(report);
+  const auto json = reportJson(report).dump(2) + "\n";
+  const auto markdown = renderReportMarkdown(report);
+  if (o.write) {
+    const std::filesystem::path dir(o.dir);
+    writeAtomically(dir / "report.txt", text);
+    writeAtomically(dir / "report.json", json);
+    writeAtomically(dir / "report.md", markdown);
+  }
+  std::cout << (o.format == "json" ? json : o.format == "md" ? markdown : text);
+  for (const auto& problem : run.problems) std::cerr << "ddprof: " << problem << "\n";
+  const bool usable = timing.stepsAnalysed > 0 || run.nccl || !run.exits.empty();
+  if (!usable) {
+    std::cerr << "ddprof: nothing usable in " << o.dir << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+int runScaling(const ScalingOptions& o) {
+  std::vector<RunData> runs;
+  for (const auto& dir : o.dirs) runs.push_back(loadRun(dir));
+  auto scaling = analyseScaling(runs);
+  std::cout << (o.json ? scalingJson(scaling).dump(2) + "\n" : renderScalingText(scaling));
   return 0;
 }
 
@@ -39,6 +103,20 @@ int main(int argc, char** argv) {
                                              "Example: ddprof nccl run/nccl/*.log --json");
   ncclCmd->add_option("files", nccl.files, "NCCL_DEBUG=INFO output files")->required();
   ncclCmd->add_flag("--json", nccl.json, "Print the facts as one JSON object");
+  ReportOptions report;
+  auto* reportCmd = app.add_subcommand("report", "Analyse a run directory: findings with evidence and fixes, step "
+                                                 "phases, stragglers, NCCL facts. Writes report.txt, report.json and "
+                                                 "report.md into it.\nExample: ddprof report ddprun-runs/<run> --format md");
+  reportCmd->add_option("run_dir", report.dir, "The run directory (ddprun's, or one with timings/*.jsonl)")->required();
+  reportCmd->add_option("--format", report.format, "What to print: text | json | md")
+      ->check(CLI::IsMember({"text", "json", "md"}))->capture_default_str();
+  bool noWrite = false;
+  reportCmd->add_flag("--no-write", noWrite, "Print only; do not write the report files");
+  ScalingOptions scaling;
+  auto* scalingCmd = app.add_subcommand("scaling", "Strong or weak scaling efficiency of the same job run at "
+                                                   "different world sizes.\nExample: ddprof scaling runs/np1 runs/np2 runs/np4");
+  scalingCmd->add_option("run_dirs", scaling.dirs, "Run directories, two or more")->required();
+  scalingCmd->add_flag("--json", scaling.json, "Print JSON");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -47,8 +125,11 @@ int main(int argc, char** argv) {
     std::cerr << "ddprof: " << e.what() << " (see --help)\n";
     return 2;
   }
+  report.write = !noWrite;
   try {
     if (*ncclCmd) return runNccl(nccl);
+    if (*reportCmd) return runReport(report);
+    if (*scalingCmd) return runScaling(scaling);
   } catch (const std::exception& e) {
     std::cerr << "ddprof: " << e.what() << "\n";
     return ddp::exitCodeFor(e);

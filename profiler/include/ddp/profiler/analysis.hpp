@@ -1,0 +1,83 @@
+#pragma once
+// Analyses of a loaded run (pure functions): timing statistics, findings, scaling
+// (docs/profiler.md).
+
+#include "ddp/profiler/run.hpp"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddp::profiler {
+
+struct RankTiming {
+  int rank = -1;
+  size_t steps = 0;
+  double stepMsMedian = 0, stepMsP95 = 0;
+  double computeMsMedian = 0;  // step minus exposed comm wait
+  std::array<double, 5> phaseMsMean{};  // indexed by comm::Phase
+  double commMsMean = 0;                // all of the step's collectives, hidden or not
+  int64_t samplesPerStep = 0;
+  double slowestShare = 0;  // share of steps in which this rank computed longest
+};
+
+struct Straggler {
+  int rank = -1;
+  double slowestShare = 0;      // of the analysed steps
+  double extraComputeMs = 0;    // its median compute minus the others' median
+  double othersWaitMs = 0;      // the others' median comm wait minus its own
+};
+
+struct TimingAnalysis {
+  std::vector<RankTiming> ranks;
+  size_t stepsAnalysed = 0;      // steps present on every rank (the first one skipped as warm-up
+  bool warmupSkipped = false;    //   when there are more than 3)
+  double stepMsMedian = 0, stepMsP95 = 0;  // per step, the slowest rank's
+  double samplesPerSecond = 0;             // global samples per step / median step
+  int64_t globalSamplesPerStep = 0;
+  std::array<double, 5> phaseShare{};      // mean share of the step, over ranks and steps
+  double exposedCommShare = 0;             // comm_wait / step
+  double commMsMean = 0;                   // collectives per step, hidden or not
+  std::optional<double> overlapFraction;   // 1 - exposed / total communication
+  double imbalanceRun = 1;                 // max/mean of the ranks' median compute
+  double imbalanceStepMedian = 1, imbalanceStepMax = 1;  // per step max/mean compute
+  std::optional<Straggler> straggler;
+  std::vector<int> missingRanks;           // expected but without timings
+  std::vector<int> shortRanks;             // fewer steps than the longest rank
+  size_t maxSteps = 0;
+};
+
+TimingAnalysis analyseTimings(const RunData& run);
+
+enum class Severity { kInfo, kWarning, kCritical };
+std::string_view severityName(Severity s);
+
+struct Finding {
+  std::string kind;  // comm_bound, straggler, load_imbalance, data_bound, socket_fallback, ...
+  Severity severity = Severity::kInfo;
+  std::vector<int> ranks;
+  std::string evidence;
+  std::string fix;
+};
+
+// Rules over timings, NCCL facts and exit records; most severe first.
+std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& timing);
+
+struct ScalingPoint {
+  std::string dir;
+  int worldSize = 0;
+  double stepMs = 0, samplesPerSecond = 0;
+  double idealStepMs = 0, idealSamplesPerSecond = 0;
+  double efficiency = 0;  // (throughput / ranks) relative to the smallest run's
+};
+
+struct Scaling {
+  std::string kind;  // "weak" (same per-rank batch) or "strong" (same global batch)
+  std::vector<ScalingPoint> points;  // by world size
+};
+
+// Throws ConfigError with the reason when the runs are not the same job at different sizes.
+Scaling analyseScaling(const std::vector<RunData>& runs);
+
+}  // namespace ddp::profiler

@@ -1,0 +1,141 @@
+#include "ddp/profiler/run.hpp"
+
+#include "ddp/comm/error.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace ddp::profiler {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<fs::path> filesIn(const fs::path& dir, std::string_view suffix) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_regular_file(ec) && name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<json> readJsonFile(const fs::path& path, std::vector<std::string>& problems) {
+  std::ifstream in(path);
+  if (!in) {
+    problems.push_back(fmt::format("{}: cannot be read", path.string()));
+    return std::nullopt;
+  }
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    problems.push_back(fmt::format("{}: not JSON ({})", path.string(), e.what()));
+    return std::nullopt;
+  }
+}
+
+void loadTimings(const fs::path& file, RunData& run) {
+  std::ifstream in(file);
+  std::vector<comm::StepRecord> records;
+  size_t lineNo = 0, bad = 0;
+  std::string firstProblem;
+  for (std::string line; std::getline(in, line);) {
+    ++lineNo;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      records.push_back(comm::parseStepRecord(line));
+    } catch (const Error& e) {
+      if (bad++ == 0) firstProblem = fmt::format("{}:{}: {}", file.string(), lineNo, e.what());
+    }
+  }
+  if (bad == 1) run.problems.push_back(firstProblem);
+  if (bad > 1) run.problems.push_back(fmt::format("{} ({} unusable lines in this file; the first shown)", firstProblem, bad));
+  if (records.empty()) {
+    if (bad == 0) run.problems.push_back(fmt::format("{}: empty", file.string()));
+    return;
+  }
+  const int rank = records.front().rank;
+  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+  auto& slot = run.timings[rank];
+  if (!slot.empty()) run.problems.push_back(fmt::format("{}: rank {} also has another timings file; merged", file.string(), rank));
+  slot.insert(slot.end(), records.begin(), records.end());
+  for (const auto& r : records) {
+    if (r.rank != rank) {
+      run.problems.push_back(fmt::format("{}: holds records of ranks {} and {}", file.string(), rank, r.rank));
+      break;
+    }
+  }
+}
+
+void loadExit(const fs::path& file, RunData& run) {
+  auto object = readJsonFile(file, run.problems);
+  if (!object) return;
+  if (!object->is_object() || !(*object)["rank"].is_number_integer()) {
+    run.problems.push_back(fmt::format("{}: no integer \"rank\"", file.string()));
+    return;
+  }
+  RankExit exit;
+  exit.rank = (*object)["rank"].get<int>();
+  if (auto it = object->find("exit_code"); it != object->end() && it->is_number_integer()) exit.exitCode = it->get<int>();
+  if (auto it = object->find("signal"); it != object->end() && it->is_number_integer()) exit.signal = it->get<int>();
+  if (auto it = object->find("host"); it != object->end() && it->is_string()) exit.host = it->get<std::string>();
+  if (auto it = object->find("culprit"); it != object->end() && it->is_boolean()) exit.culprit = it->get<bool>();
+  run.exits.push_back(exit);
+}
+
+}  // namespace
+
+RunData loadRun(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ConfigError(fmt::format("{} is not a directory", dir));
+  RunData run;
+  run.dir = dir;
+  const fs::path root(dir);
+  const auto timingFiles = filesIn(root / "timings", ".jsonl");
+  const auto exitFiles = filesIn(root / "ranks", ".exit.json");
+  const auto ncclFiles = filesIn(root / "nccl", ".log");
+  const bool manifest = fs::is_regular_file(root / "run.json", ec);
+  if (timingFiles.empty() && exitFiles.empty() && ncclFiles.empty() && !manifest)
+    throw ConfigError(fmt::format("{} is not a run directory: it has no run.json, timings/*.jsonl, "
+                                  "ranks/*.exit.json or nccl/*.log", dir));
+  if (manifest) {
+    if (auto object = readJsonFile(root / "run.json", run.problems); object && object->is_object()) {
+      if (auto it = object->find("np"); it != object->end() && it->is_number_integer()) run.worldSize = it->get<int>();
+      if (auto it = object->find("command"); it != object->end() && it->is_array())
+        for (const auto& arg : *it)
+          if (arg.is_string()) run.command.push_back(arg.get<std::string>());
+    }
+  }
+  for (const auto& file : timingFiles) loadTimings(file, run);
+  for (const auto& file : exitFiles) loadExit(file, run);
+  if (!ncclFiles.empty()) {
+    std::vector<std::string> paths;
+    for (const auto& f : ncclFiles) paths.push_back(f.string());
+    run.nccl = readNcclLogs(paths);
+  }
+  if (!run.worldSize) {
+    for (const auto& [rank, records] : run.timings)
+      for (const auto& r : records)
+        if (r.worldSize > 0) run.worldSize = std::max(run.worldSize.value_or(0), r.worldSize);
+  }
+  return run;
+}
+
+std::optional<std::string> commandOption(const std::vector<std::string>& command, const std::string& name) {
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (command[i] == name && i + 1 < command.size()) return command[i + 1];
+    if (command[i].rfind(name + "=", 0) == 0) return command[i].substr(name.size() + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace ddp::profiler

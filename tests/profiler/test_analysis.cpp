@@ -1,0 +1,229 @@
+// Timing analyses and diagnosis on constructed runs with known answers, and the run loader on
+// bad input.
+#include "ddp/comm/error.hpp"
+#include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/report.hpp"
+
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace ddp::profiler;
+using ddp::comm::Phase;
+using ddp::comm::StepRecord;
+
+namespace {
+
+struct RankShape {
+  double data = 1, forward = 3, backward = 5, optimizer = 1, commWait = 0;
+};
+
+// A run of `ranks` ranks and `steps` steps; shape(rank) gives each rank's phases. Ranks wait
+// for the slowest in comm_wait, as a synchronous allreduce makes them.
+RunData makeRun(int ranks, int steps, int64_t samples, const std::function<RankShape(int)>& shape) {
+  RunData run;
+  run.dir = "constructed";
+  run.worldSize = ranks;
+  double slowest = 0;
+  for (int r = 0; r < ranks; ++r) {
+    auto s = shape(r);
+    slowest = std::max(slowest, s.data + s.forward + s.backward);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    auto s = shape(r);
+    for (int step = 0; step < steps; ++step) {
+      StepRecord rec;
+      rec.rank = r;
+      rec.worldSize = ranks;
+      rec.step = step;
+      rec.startUnixUs = 1'000'000 + step * 100'000;
+      rec.samples = samples;
+      rec.phaseMs(Phase::kData) = s.data;
+      rec.phaseMs(Phase::kForward) = s.forward;
+      rec.phaseMs(Phase::kBackward) = s.backward;
+      rec.phaseMs(Phase::kOptimizer) = s.optimizer;
+      rec.phaseMs(Phase::kCommWait) = s.commWait + (slowest - (s.data + s.forward + s.backward));
+      rec.stepMs = s.data + s.forward + s.backward + s.optimizer + rec.phaseMs(Phase::kCommWait) + 0.1;
+      rec.collectives.push_back({ddp::comm::CollectiveOp::kAllreduce, 0, 1 << 20,
+                                 rec.startUnixUs + 5000, rec.phaseMs(Phase::kCommWait) + 1.0});
+      run.timings[r].push_back(rec);
+    }
+  }
+  return run;
+}
+
+bool hasFinding(const std::vector<Finding>& findings, const std::string& kind) {
+  for (const auto& f : findings)
+    if (f.kind == kind) return true;
+  return false;
+}
+
+bool anyWarning(const std::vector<Finding>& findings) {
+  for (const auto& f : findings)
+    if (f.severity != Severity::kInfo) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a healthy run: no warning, the numbers add up", "[profiler][analysis]") {
+  auto run = makeRun(4, 20, 32, [](int) { return RankShape{}; });
+  auto t = analyseTimings(run);
+  CHECK(t.stepsAnalysed == 19);
+  CHECK(t.warmupSkipped);
+  CHECK(t.globalSamplesPerStep == 128);
+  CHECK(t.stepMsMedian == Approx(10.1));
+  CHECK(t.samplesPerSecond == Approx(128 * 1000 / 10.1));
+  CHECK(t.imbalanceRun == Approx(1.0));
+  CHECK_FALSE(t.straggler);
+  CHECK(t.missingRanks.empty());
+  CHECK(t.overlapFraction.has_value());
+  CHECK_FALSE(anyWarning(diagnose(run, t)));
+}
+
+TEST_CASE("a rank twice as slow is the straggler, the others wait for it", "[profiler][analysis]") {
+  auto run = makeRun(4, 20, 32, [](int r) { return r == 2 ? RankShape{1, 6, 10, 1, 0} : RankShape{}; });
+  auto t = analyseTimings(run);
+  REQUIRE(t.straggler);
+  CHECK(t.straggler->rank == 2);
+  CHECK(t.straggler->slowestShare == Approx(1.0));
+  CHECK(t.straggler->extraComputeMs == Approx(8.0));
+  CHECK(t.straggler->othersWaitMs == Approx(8.0));
+  auto findings = diagnose(run, t);
+  REQUIRE(hasFinding(findings, "straggler"));
+  for (const auto& f : findings)
+    if (f.kind == "straggler") CHECK(f.ranks == std::vector<int>{2});
+  CHECK_FALSE(hasFinding(findings, "load_imbalance"));  // explained by the straggler
+}
+
+TEST_CASE("a data-bound run", "[profiler][analysis]") {
+  auto run = makeRun(2, 10, 16, [](int) { return RankShape{12, 3, 4, 1, 0}; });
+  auto findings = diagnose(run, analyseTimings(run));
+  REQUIRE(hasFinding(findings, "data_bound"));
+  CHECK(findings.front().kind == "data_bound");
+  CHECK(findings.front().severity == Severity::kCritical);  // 60 % of the step
+}
+
+TEST_CASE("a comm-bound run", "[profiler][analysis]") {
+  auto run = makeRun(2, 10, 16, [](int) { return RankShape{0.5, 2, 3, 0.5, 5}; });
+  auto t = analyseTimings(run);
+  CHECK(t.exposedCommShare == Approx(5 / 11.1).epsilon(0.01));
+  auto findings = diagnose(run, t);
+  REQUIRE(hasFinding(findings, "comm_bound"));
+  CHECK_FALSE(hasFinding(findings, "straggler"));
+}
+
+TEST_CASE("a missing rank and a short rank are reported", "[profiler][analysis]") {
+  auto run = makeRun(4, 10, 8, [](int) { return RankShape{}; });
+  run.timings.erase(2);
+  run.timings[3].resize(6);
+  auto t = analyseTimings(run);
+  CHECK(t.missingRanks == std::vector<int>{2});
+  CHECK(t.shortRanks == std::vector<int>{3});
+  CHECK(t.stepsAnalysed == 5);  // steps 1-5: those every present rank has, warm-up skipped
+  auto findings = diagnose(run, t);
+  REQUIRE(hasFinding(findings, "missing_ranks"));
+  auto json = reportJson({run, t, findings});
+  CHECK(json["missing_ranks"] == nlohmann::json({2}));
+  CHECK(json["short_ranks"] == nlohmann::json({3}));
+}
+
+TEST_CASE("failed ranks: the culprit and its signal", "[profiler][analysis]") {
+  RunData run = makeRun(2, 4, 8, [](int) { return RankShape{}; });
+  run.exits = {{0, 0, std::nullopt, "a", false}, {1, std::nullopt, 9, "b", true}};
+  auto findings = diagnose(run, analyseTimings(run));
+  REQUIRE(findings.front().kind == "rank_failed");
+  CHECK(findings.front().ranks == std::vector<int>{1});
+  CHECK_THAT(findings.front().fix, Catch::Contains("OOM"));
+}
+
+TEST_CASE("NCCL rules: socket fallback across hosts, SHM between local GPUs, no GDR, errors", "[profiler][analysis]") {
+  RunData run = makeRun(2, 4, 8, [](int) { return RankShape{}; });
+  NcclFactsBuilder builder;
+  for (const char* line : {"a:1:1 [0] NCCL INFO NET/IB : No device found.",
+                           "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+                           "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0",
+                           "a:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 2[1] via SHM/direct/direct",
+                           "a:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.",
+                           "a:1:1 [0] misc/socket.cc:50 NCCL WARN Connect to 10.0.0.2<5> failed : Connection refused"})
+    builder.addLine(line);
+  run.nccl = builder.finish();
+  auto findings = diagnose(run, analyseTimings(run));
+  for (const char* kind : {"socket_fallback", "p2p_disabled", "no_gdr", "nccl_error"}) {
+    INFO(kind);
+    CHECK(hasFinding(findings, kind));
+  }
+  CHECK(findings.front().severity == Severity::kCritical);
+}
+
+TEST_CASE("scaling: perfect weak and strong scaling, and runs that are not comparable", "[profiler][scaling]") {
+  std::vector<RunData> weak;
+  for (int n : {4, 1, 2}) weak.push_back(makeRun(n, 10, 32, [](int) { return RankShape{}; }));
+  auto w = analyseScaling(weak);
+  CHECK(w.kind == "weak");
+  REQUIRE(w.points.size() == 3);
+  CHECK(w.points[0].worldSize == 1);
+  for (const auto& p : w.points) CHECK(p.efficiency == Approx(1.0));
+
+  std::vector<RunData> strong;
+  for (int n : {1, 2, 4}) {
+    double f = 1.0 / n;
+    strong.push_back(makeRun(n, 10, 64 / n, [f](int) { return RankShape{1 * f, 3 * f, 5 * f, 1 * f - 0.1 * (1 - f) / f * 0, 0}; }));
+  }
+  auto s = analyseScaling(strong);
+  CHECK(s.kind == "strong");
+  CHECK(s.points[2].idealStepMs == Approx(s.points[0].stepMs / 4));
+  CHECK(s.points[2].efficiency > 0.9);
+
+  std::vector<RunData> mixed = {makeRun(1, 10, 32, [](int) { return RankShape{}; }),
+                                makeRun(2, 10, 24, [](int) { return RankShape{}; })};
+  CHECK_THROWS_WITH(analyseScaling(mixed), Catch::Contains("not comparable") && Catch::Contains("per rank"));
+  mixed[1] = makeRun(2, 10, 32, [](int) { return RankShape{}; });
+  mixed[0].command = {"train", "--model", "mlp"};
+  mixed[1].command = {"train", "--model", "resnet18"};
+  CHECK_THROWS_WITH(analyseScaling(mixed), Catch::Contains("trains mlp") && Catch::Contains("trains resnet18"));
+  CHECK_THROWS_AS(analyseScaling({mixed[0]}), ddp::ConfigError);
+}
+
+TEST_CASE("the run loader keeps what is sound and names every bad line", "[profiler][run]") {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("ddprof-run-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "timings");
+  fs::create_directories(dir / "ranks");
+  auto good = [](int rank, int step) {
+    StepRecord r;
+    r.rank = rank;
+    r.worldSize = 3;
+    r.step = step;
+    r.samples = 4;
+    r.stepMs = 5;
+    r.phaseMs(Phase::kForward) = 2;
+    return ddp::comm::formatStepRecord(r);
+  };
+  std::ofstream(dir / "timings" / "rank-00000.jsonl") << good(0, 0) << "\n" << good(0, 1) << "\n{\"schema\":1,\"rank\":0\n" << good(0, 2) << "\n";
+  std::ofstream(dir / "timings" / "rank-00001.jsonl") << "{\"schema\":2,\"rank\":1}\n{\"schema\":2,\"rank\":1}\n";
+  std::ofstream(dir / "timings" / "rank-00002.jsonl") << "";
+  std::ofstream(dir / "ranks" / "rank-00000.exit.json") << "{\"rank\":0,\"exit_code\":0}";
+  std::ofstream(dir / "ranks" / "rank-00001.exit.json") << "\x7f\x45LF garbage";
+  auto run = loadRun(dir.string());
+  CHECK(run.timings.size() == 1);
+  CHECK(run.timings[0].size() == 3);
+  CHECK(run.worldSize == 3);
+  CHECK(run.exits.size() == 1);
+  REQUIRE(run.problems.size() == 4);
+  CHECK_THAT(run.problems[0], Catch::Contains("rank-00000.jsonl:3: ") && Catch::Contains("not JSON"));
+  CHECK_THAT(run.problems[1], Catch::Contains("rank-00001.jsonl:1: schema version 2 is not supported") &&
+                                  Catch::Contains("2 unusable lines"));
+  CHECK_THAT(run.problems[2], Catch::Contains("rank-00002.jsonl: empty"));
+  CHECK_THAT(run.problems[3], Catch::Contains("rank-00001.exit.json: not JSON"));
+  auto t = analyseTimings(run);
+  CHECK(t.missingRanks == std::vector<int>{1, 2});
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  CHECK_THROWS_WITH(loadRun(dir.string()), Catch::Contains("is not a run directory"));
+  CHECK_THROWS_WITH(loadRun((dir / "nope").string()), Catch::Contains("is not a directory"));
+  fs::remove_all(dir);
+}

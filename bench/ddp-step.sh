@@ -3,7 +3,7 @@
 # backends) against PyTorch DDP over Gloo (bench/torch_ddp_train.py, Debian's python3-torch),
 # same model, batch, optimizer and world size, one thread per rank, at np 1, 2, 4, for the MLP
 # and resnet18. Each configuration runs REPS times, interleaved; the page takes the median run.
-# Also the step timer's own cost. Writes OUT_DIR/ddp-step.jsonl and docs/benchmarks.md.
+# Also the step timer's own cost. Writes OUT_DIR/ddp-step.jsonl and its section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
@@ -42,5 +42,5 @@ for model in mlp resnet18; do
   done
 done
 "$build/bench/step_timer_overhead" >"$out/step-timer.json"
-/usr/bin/python3 "$root/bench/ddp_report.py" "$results" "$out/step-timer.json" >"$root/docs/benchmarks.md"
-cat "$root/docs/benchmarks.md"
+/usr/bin/python3 "$root/bench/ddp_report.py" "$results" "$out/step-timer.json" |
+  tee /dev/stderr | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" ddp-step

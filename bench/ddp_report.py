@@ -41,13 +41,13 @@ def main():
     sizes = sorted({n for _, n, _ in ms})
     reps = max(len(v) for v in runs.values())
 
-    print("# Benchmarks\n")
+    print("## DDP training step (`bench/ddp-step.sh`)\n")
     print("Regenerate with `bench/ddp-step.sh` (needs a build in `build/`). Every number on this page")
     print(f"comes from one run of it on this machine: {cpu_model()}, {os.cpu_count()} cores, "
           f"LibTorch/PyTorch 1.13 (Debian), one thread per rank (`OPENBLAS_NUM_THREADS=1` for both), `mpirun --oversubscribe --bind-to none`.")
     print(f"Each configuration ran {reps} times, interleaved; the tables show the median run's median step time.\n")
 
-    print("## DDP step time against PyTorch DDP\n")
+    print("### DDP step time against PyTorch DDP\n")
     print("Same model, synthetic data shape, per-rank batch, SGD with momentum and world size; the step is")
     print("data + forward + backward (with the gradient allreduce) + optimizer. PyTorch DDP is")
     print("`torch.nn.parallel.DistributedDataParallel` over Gloo (`bench/torch_ddp_train.py`), its default")
@@ -80,7 +80,7 @@ def main():
     print("0.70× target is out of reach on a CPU-only host by construction. It is the GPU case (NCCL,")
     print("ms-scale kernels) where that share, and so the target, becomes meaningful.\n")
 
-    print("## Weak scaling efficiency\n")
+    print("### Weak scaling efficiency\n")
     print("Per-rank batch fixed, so the ideal is a constant step time: efficiency(np) = step(1) / step(np).")
     print(f"This machine has {os.cpu_count()} cores: at np=4 ranks share cores, so every implementation")
     print("loses about half by oversubscription alone; compare the columns, not the absolute values.\n")
@@ -101,7 +101,7 @@ def main():
     print()
 
     step = ms[("mlp", 1, "ours-mpi")]
-    print("## Step timer overhead\n")
+    print("### Step timer overhead\n")
     print("`bench/step_timer_overhead`: a step as `train` times it (five phases, three bucket")
     print("collectives, the loss), formatted with nlohmann/json and written through a 64 KiB buffer.\n")
     print("| | µs per step | share of the MLP np=1 step |")

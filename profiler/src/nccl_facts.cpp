@@ -66,17 +66,36 @@ void NcclFactsBuilder::addLine(std::string_view line) {
     ++facts_.linesRecognised;
     facts_.ncclVersion = std::string(version->nccl);
     if (!version->cuda.empty()) facts_.cudaVersion = std::string(version->cuda);
-  } else if (auto coll = parseColl(line)) {
+  } else if (auto coll = parseCollSummary(line)) {
     ++facts_.linesRecognised;
-    ++facts_.collOps[std::string(coll->op)];
-    if (coll->nranks > 0) facts_.nranks = std::max(facts_.nranks.value_or(0), coll->nranks);
+    addColl(*coll);
   }
 }
 
 void NcclFactsBuilder::addMessage(const NcclLine& l) {
   auto& f = facts_;
   const std::string_view m = l.message;
-  if (l.hasPrefix && !l.host.empty() && f.hosts.size() < 100000) f.hosts.emplace(l.host);
+  if (l.hasPrefix && !l.host.empty() && l.host != lastHost_ && f.hosts.size() < 100000) {
+    f.hosts.emplace(l.host);
+    lastHost_ = l.host;
+  }
+  // The bulk of a long log is COLL records and edges: they are dispatched on their first
+  // characters before any of the rarer, costlier checks run.
+  if (l.level != Level::kWarn) {
+    if (!m.empty() && (m[0] == 'C' || m[0] == 'R')) {
+      if (auto edge = parseEdge(m)) {
+        addEdge(*edge);
+        return;
+      }
+    }
+    size_t colon = m.find(':');
+    if (colon != std::string_view::npos && colon < 24 && m.substr(colon, 10) == ": opCount ") {
+      if (auto coll = parseCollSummary(m)) {
+        addColl(*coll);
+        return;
+      }
+    }
+  }
   const auto failure = classifyFailure(m);
   if (failure) f.failureKinds.insert(*failure);
   if (l.level == Level::kWarn) {
@@ -87,27 +106,8 @@ void NcclFactsBuilder::addMessage(const NcclLine& l) {
       ++f.warningsDropped;
     return;
   }
-  if (auto edge = parseEdge(m)) {
-    ++f.edgeLines;
-    f.transports.insert(edge->transport);
-    auto& summary = f.edges[{edge->from, edge->to, static_cast<int>(edge->transport)}];
-    if (summary.lines++ == 0) {
-      summary.from = edge->from;
-      summary.to = edge->to;
-      summary.transport = edge->transport;
-      summary.via = std::string(edge->via);
-    }
-    summary.gdr = summary.gdr || edge->gdr;
-    if (edge->proxyRank >= 0) summary.proxyRank = edge->proxyRank;
-    return;
-  }
   if (auto env = parseEnvOverride(m)) {
     f.envOverrides[std::string(env->name)] = std::string(env->value);
-    return;
-  }
-  if (auto coll = parseColl(m)) {
-    ++f.collOps[std::string(coll->op)];
-    if (coll->nranks > 0) f.nranks = std::max(f.nranks.value_or(0), coll->nranks);
     return;
   }
   if (auto version = parseVersion(m)) {
@@ -154,6 +154,28 @@ void NcclFactsBuilder::addMessage(const NcclLine& l) {
   } else if (contains(m, "use ring PXN")) {
     if (auto gdr = numberAfter(m, "GDR")) (*gdr ? ringGdrOn_ : ringGdrOff_) = true;
   }
+}
+
+void NcclFactsBuilder::addColl(const CollRecord& coll) {
+  auto it = facts_.collOps.find(coll.op);
+  if (it == facts_.collOps.end()) it = facts_.collOps.emplace(std::string(coll.op), 0).first;
+  ++it->second;
+  if (coll.nranks > 0) facts_.nranks = std::max(facts_.nranks.value_or(0), coll.nranks);
+}
+
+void NcclFactsBuilder::addEdge(const Edge& edge) {
+  auto& f = facts_;
+  ++f.edgeLines;
+  f.transports.insert(edge.transport);
+  auto& summary = f.edges[{edge.from, edge.to, static_cast<int>(edge.transport)}];
+  if (summary.lines++ == 0) {
+    summary.from = edge.from;
+    summary.to = edge.to;
+    summary.transport = edge.transport;
+    summary.via = std::string(edge.via);
+  }
+  summary.gdr = summary.gdr || edge.gdr;
+  if (edge.proxyRank >= 0) summary.proxyRank = edge.proxyRank;
 }
 
 NcclFacts NcclFactsBuilder::finish() const {

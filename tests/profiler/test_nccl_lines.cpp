@@ -92,6 +92,10 @@ TEST_CASE("two interleaved lines: the complete one wins and the line is marked",
   CHECK(coll->count == 25503912);
   CHECK(coll->datatype == 6);
   CHECK(coll->nranks == 8);
+  auto summary = parseCollSummary(line->message);
+  REQUIRE(summary);
+  CHECK(summary->op == "Broadcast");
+  CHECK(summary->nranks == 8);
 }
 
 TEST_CASE("the version line, bare or as INFO", "[profiler][parser]") {

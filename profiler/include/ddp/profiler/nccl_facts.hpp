@@ -53,7 +53,7 @@ struct NcclFacts {
   uint64_t edgeLines = 0, initCompleteLines = 0, warnLines = 0;
   uint64_t linesRead = 0, linesRecognised = 0, linesDamaged = 0;
   std::map<std::string, std::string> envOverrides;
-  std::map<std::string, uint64_t> collOps;
+  std::map<std::string, uint64_t, std::less<>> collOps;
   std::set<FailureKind> failureKinds;
   std::map<std::tuple<int, int, int>, EdgeSummary> edges;  // (from, to, class)
   std::vector<NcclWarning> warnings;                       // the first kMaxWarnings
@@ -76,6 +76,9 @@ class NcclFactsBuilder {
 
  private:
   void addMessage(const NcclLine& line);
+  void addEdge(const Edge& edge);
+  void addColl(const CollRecord& coll);
+  std::string lastHost_;
   NcclFacts facts_;
   bool netIbUsing_ = false, netSocketUsing_ = false, internalSocket_ = false;
   bool ringGdrOn_ = false, ringGdrOff_ = false;

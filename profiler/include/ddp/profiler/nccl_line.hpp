@@ -68,6 +68,9 @@ struct CollRecord {
   int datatype = -1, redop = -1, root = -1, nranks = -1;
 };
 std::optional<CollRecord> parseColl(std::string_view text);
+// Only the op name and [nranks=N] of a COLL line (what the facts need), read from both ends
+// without walking the middle.
+std::optional<CollRecord> parseCollSummary(std::string_view text);
 
 // Failure kinds of docs/nccl-parser.md, recognised in WARN and INFO messages.
 enum class FailureKind {

@@ -277,7 +277,8 @@ std::optional<int64_t> numberAfter(std::string_view text, std::string_view key) 
   return std::nullopt;
 }
 
-std::optional<CollRecord> parseColl(std::string_view text) {
+// "AllReduce: opCount " -> a record with the op, and where the opCount value starts.
+static std::optional<std::pair<CollRecord, size_t>> collHead(std::string_view text) {
   size_t at = findIn(text, ": opCount ");
   if (at == std::string_view::npos) return std::nullopt;
   size_t b = at;
@@ -285,7 +286,13 @@ std::optional<CollRecord> parseColl(std::string_view text) {
   if (b == at) return std::nullopt;
   CollRecord r;
   r.op = text.substr(b, at - b);
-  size_t k = at + 10;
+  return std::make_pair(r, at + 10);
+}
+
+std::optional<CollRecord> parseColl(std::string_view text) {
+  auto head = collHead(text);
+  if (!head) return std::nullopt;
+  auto [r, k] = *head;
   for (int v; k < text.size() && (v = hexValue(text[k])) >= 0; ++k) r.opCount = r.opCount * 16 + static_cast<uint64_t>(v);
   // The fixed layout of enqueue.cc, read in one pass: this is the bulk of a COLL-enabled log.
   {
@@ -337,13 +344,9 @@ std::optional<CollRecord> parseColl(std::string_view text) {
 }
 
 std::optional<CollRecord> parseCollSummary(std::string_view text) {
-  size_t at = findIn(text, ": opCount ");
-  if (at == std::string_view::npos) return std::nullopt;
-  size_t b = at;
-  while (b > 0 && isAlpha(text[b - 1])) --b;
-  if (b == at) return std::nullopt;
-  CollRecord r;
-  r.op = text.substr(b, at - b);
+  auto head = collHead(text);
+  if (!head) return std::nullopt;
+  auto [r, at] = *head;
   size_t open = text.rfind('[');
   if (open != std::string_view::npos && open > at) {
     size_t i = open;

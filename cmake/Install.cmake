@@ -5,7 +5,9 @@ include(CMakePackageConfigHelpers)
 install(TARGETS ddp_comm EXPORT ddprunTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS ddpbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ddpbench ddprof RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ddp_profiler EXPORT ddprunTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/profiler/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 set(DDP_CONFIG_DEPENDENCIES "")
 if(DDP_HAVE_TORCH)
   # ddp::torch (DistributedDataParallel) for LibTorch projects, and the train example.

@@ -2,8 +2,8 @@
 # main-job.sh: installs what is missing (apt), builds, and runs the main job: `train` (an MLP on
 # the embedded synthetic data) data-parallel on 4 ranks with per-rank step timings in a run
 # directory and a bitwise check of the ranks' parameters, preceded by a checked ddpbench
-# allreduce sweep of the backends. (The launcher `ddprun` and the profiler's report take over
-# these steps when they land.)
+# allreduce sweep of the backends, and ending in ddprof's report of the run. (The launcher
+# `ddprun` takes over the mpirun steps when it lands.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
@@ -22,5 +22,6 @@ done
 export DDPRUN_RUN_DIR=$run
 "${mpirun[@]}" -x DDPRUN_RUN_DIR "$build/examples/train" --model mlp --steps 200 --batch-size 32 \
   --verify --checkpoint "$run/checkpoint"
-"$build/tests/check_timings" "$run" 4 200
-echo "run directory: $run (timings/, checkpoint/, ddpbench-*.json)"
+echo
+"$build/profiler/ddprof" report "$run"
+echo "run directory: $run (timings/, checkpoint/, ddpbench-*.json, report.{txt,json,md})"

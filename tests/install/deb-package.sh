@@ -9,7 +9,7 @@ trap 'rm -rf "$out"' EXIT
 deb=$(ls "$out"/*.deb)
 dpkg-deb --field "$deb" Package Version Depends
 contents=$(dpkg-deb --contents "$deb")
-for path in bin/ddpbench include/ddp/comm/backend.hpp include/ddp/config.hpp \
+for path in bin/ddpbench bin/ddprof include/ddp/comm/backend.hpp include/ddp/config.hpp \
             lib/cmake/ddprun/ddprunConfig.cmake lib/libddp_comm.a; do
   grep -q "/usr/.*$path\$" <<<"$contents" || { echo "missing from the package: $path"; exit 1; }
 done

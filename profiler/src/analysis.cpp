@@ -132,6 +132,13 @@ TimingAnalysis analyseTimings(const RunData& run) {
     rankCompute.push_back(t.computeMsMedian);
     a.ranks.push_back(t);
   }
+  const size_t stride = (common.size() + TimingAnalysis::kMaxMatrixSteps - 1) / TimingAnalysis::kMaxMatrixSteps;
+  for (size_t j = 0; j < common.size(); j += stride) a.matrixSteps.push_back(common[j]);
+  for (const auto& rank : a.ranks) {
+    std::vector<double> row;
+    for (int64_t step : a.matrixSteps) row.push_back(bySteps[step][rank.rank]->stepMs);
+    a.stepMatrix.push_back(std::move(row));
+  }
   double meanCompute = std::accumulate(rankCompute.begin(), rankCompute.end(), 0.0) / static_cast<double>(rankCompute.size());
   if (meanCompute > 0) a.imbalanceRun = *std::max_element(rankCompute.begin(), rankCompute.end()) / meanCompute;
 

@@ -56,6 +56,7 @@ json reportJson(const Report& r) {
           {"imbalance", {{"run", t.imbalanceRun}, {"step_median", t.imbalanceStepMedian}, {"step_max", t.imbalanceStepMax},
                          {"straggler", straggler}}},
           {"ranks", ranks},
+          {"step_matrix", {{"steps", t.matrixSteps}, {"step_ms", t.stepMatrix}}},
           {"missing_ranks", t.missingRanks},
           {"short_ranks", t.shortRanks},
           {"exits", exits},

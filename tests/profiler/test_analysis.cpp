@@ -81,6 +81,14 @@ TEST_CASE("a healthy run: no warning, the numbers add up", "[profiler][analysis]
   CHECK(t.missingRanks.empty());
   CHECK(t.overlapFraction.has_value());
   CHECK_FALSE(anyWarning(diagnose(run, t)));
+  REQUIRE(t.stepMatrix.size() == 4);
+  CHECK(t.matrixSteps.size() == 19);
+  CHECK(t.matrixSteps.front() == 1);
+  CHECK(t.stepMatrix[3][0] == Approx(10.1));
+  auto long_ = makeRun(2, 2501, 8, [](int) { return RankShape{}; });
+  auto lt = analyseTimings(long_);
+  CHECK(lt.matrixSteps.size() == 834);  // 2500 steps, every third
+  CHECK(lt.stepMatrix[1].size() == 834);
 }
 
 TEST_CASE("a rank twice as slow is the straggler, the others wait for it", "[profiler][analysis]") {

@@ -224,21 +224,23 @@ void DistributedDataParallel::endForward(const torch::Tensor& output) {
       if (next && seen.insert(next).second) stack.push_back(next);
     }
   }
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (seen.count(accumulators_[i].get()) || ready_[i]) continue;
-    ready_[i] = true;
-    unusedMarked_[i] = true;
-    auto& state = *state_[bucketOf_[i]];
-    auto& view = state.views[slotOf_[i]];
-    // An unused parameter contributes what it has accumulated (no_sync), else zeros.
-    torch::NoGradGuard noGrad;
-    const auto& grad = params_[i].grad();
-    if (!grad.defined())
-      view.zero_();
-    else if (!aliases(grad, view))
-      view.copy_(grad);
-    --state.pending;
-  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!seen.count(accumulators_[i].get()) && !ready_[i]) markUnused(i);
+}
+
+void DistributedDataParallel::markUnused(size_t i) {
+  ready_[i] = true;
+  unusedMarked_[i] = true;
+  auto& state = *state_[bucketOf_[i]];
+  auto& view = state.views[slotOf_[i]];
+  // An unused parameter contributes what it has accumulated (no_sync), else zeros.
+  torch::NoGradGuard noGrad;
+  const auto& grad = params_[i].grad();
+  if (!grad.defined())
+    view.zero_();
+  else if (!aliases(grad, view))
+    view.copy_(grad);
+  --state.pending;
 }
 
 void DistributedDataParallel::markReady(size_t i) {
@@ -307,21 +309,8 @@ void DistributedDataParallel::finalize() {
                             "set findUnusedParameters (train: --find-unused-parameters)",
                             missing.size(), list));
   }
-  {
-    torch::NoGradGuard noGrad;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      if (ready_[i]) continue;
-      auto& state = *state_[bucketOf_[i]];
-      auto& view = state.views[slotOf_[i]];
-      const auto& grad = params_[i].grad();
-      if (!grad.defined())
-        view.zero_();
-      else if (!aliases(grad, view))
-        view.copy_(grad);
-      unusedMarked_[i] = true;
-      --state.pending;
-    }
-  }
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (!ready_[i]) markUnused(i);
   for (size_t b = nextLaunch_; b < buckets_.size(); ++b) launch(b);
   nextLaunch_ = buckets_.size();
 

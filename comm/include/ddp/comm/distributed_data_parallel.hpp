@@ -103,6 +103,7 @@ class DistributedDataParallel {
   struct HookState;
 
   void markReady(size_t param);
+  void markUnused(size_t param);
   void launchReadyBuckets();
   void launch(size_t bucket);
   void finalize();

@@ -43,6 +43,11 @@ struct TimingAnalysis {
   double imbalanceRun = 1;                 // max/mean of the ranks' median compute
   double imbalanceStepMedian = 1, imbalanceStepMax = 1;  // per step max/mean compute
   std::optional<Straggler> straggler;
+  // Step time per rank per analysed step, for plots: at most kMaxMatrixSteps steps, evenly
+  // spaced when there are more. stepMatrix[i][j] is rank ranks[i].rank at step matrixSteps[j].
+  static constexpr size_t kMaxMatrixSteps = 1000;
+  std::vector<int64_t> matrixSteps;
+  std::vector<std::vector<double>> stepMatrix;
   std::vector<int> missingRanks;           // expected but without timings
   std::vector<int> shortRanks;             // fewer steps than the longest rank
   size_t maxSteps = 0;

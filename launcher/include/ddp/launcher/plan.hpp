@@ -1,0 +1,69 @@
+#pragma once
+// The launch plan: everything `ddprun` will start, computed without side effects from the
+// options and a context the caller gathered (docs/launcher.md). Unit-tested without spawning.
+
+#include "ddp/comm/environment.hpp"
+#include "ddp/launcher/hosts.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddp::launcher {
+
+struct LaunchOptions {
+  std::optional<int> np;             // -np; default: every slot
+  std::string hostList;              // -H a:8,b:8
+  std::string hostfile;              // --hostfile (its text comes in the context)
+  int nprocPerNode = 0;              // --nproc-per-node: slots per host, torchrun-style
+  std::string runDir;                // --run-dir; default ddprun-runs/<timestamp>-<program>
+  bool profile = false;              // --profile: NCCL debug capture into the run directory
+  std::string ncclDebug;             // --nccl-debug LEVEL
+  std::string ncclSubsys;            // --nccl-subsys LIST
+  std::vector<std::string> exports;  // -x VAR[=VALUE]
+  std::string mpiArgs;               // --mpi-args "...", split like a shell would (quotes)
+  bool oversubscribe = false;        // --oversubscribe
+  std::vector<std::string> program;  // PROGRAM ARGS...
+};
+
+// What the plan needs from the world, gathered by the caller.
+struct PlanContext {
+  Environment environment;
+  bool root = false;
+  int localSlots = 1;                // cores of this host
+  std::string localHost = "localhost";
+  std::string cwd = "/";
+  std::string timestamp;             // for the default run directory, e.g. 20261129-224501
+  int masterPort = 0;                // a free port chosen for the run
+  std::string mpirun = "mpirun";
+  std::string worker;                // the ddprun binary that each rank runs as "--worker"
+  std::string hostfileText;          // contents of options.hostfile
+};
+
+struct LaunchPlan {
+  int np = 0;
+  std::vector<HostSlots> hosts;
+  bool localOnly = false;            // no host was given: everything runs here
+  std::string runDir;                // absolute
+  std::string masterAddr;
+  int masterPort = 0;
+  std::map<std::string, std::string> rankEnv;     // set for mpirun and exported (-x) to every rank
+  std::map<std::string, std::string> mpirunEnv;   // for mpirun itself (allow-run-as-root)
+  std::vector<std::string> argv;                  // mpirun ... worker --worker -- PROGRAM ARGS
+  std::vector<std::string> warnings;
+};
+
+// Throws ConfigError (exit 2) for anything the user got wrong: -np below 1, more ranks than
+// slots on given hosts without --oversubscribe, a bad host list or hostfile line, -x of an
+// unset variable, an unbalanced quote in --mpi-args, no program.
+LaunchPlan makeLaunchPlan(const LaunchOptions& options, const PlanContext& context);
+
+// POSIX shell quoting: safe words stay bare, anything else goes in single quotes.
+std::string shellQuote(const std::string& word);
+// The plan as commands a user could paste: environment assignments, then the argv.
+std::string renderPlan(const LaunchPlan& plan);
+// Splits like a shell: whitespace separates, '...' and "..." group, backslash escapes.
+std::vector<std::string> splitShellWords(const std::string& text, const std::string& what);
+
+}  // namespace ddp::launcher

@@ -1,0 +1,169 @@
+#include "ddp/launcher/plan.hpp"
+
+#include "ddp/comm/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace ddp::launcher {
+namespace {
+
+constexpr const char* kDefaultProfileSubsys = "INIT,ENV,NET,GRAPH,COLL";
+
+std::string basename(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string hostsArgument(const std::vector<HostSlots>& hosts) {
+  std::string out;
+  for (const auto& h : hosts) out += fmt::format("{}{}:{}", out.empty() ? "" : ",", h.host, h.slots);
+  return out;
+}
+
+bool isLocalName(const std::string& host, const std::string& localHost) {
+  return host == "localhost" || host == "127.0.0.1" || host == localHost;
+}
+
+}  // namespace
+
+std::vector<std::string> splitShellWords(const std::string& text, const std::string& what) {
+  std::vector<std::string> words;
+  std::string word;
+  bool inWord = false;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      else if (c == '\\' && quote == '"' && i + 1 < text.size()) word += text[++i];
+      else word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      inWord = true;
+    } else if (c == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+      inWord = true;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (inWord) words.push_back(word);
+      word.clear();
+      inWord = false;
+    } else {
+      word += c;
+      inWord = true;
+    }
+  }
+  if (quote) throw ConfigError(fmt::format("{} '{}': unbalanced {} quote", what, text, quote == '"' ? "double" : "single"));
+  if (inWord) words.push_back(word);
+  return words;
+}
+
+std::string shellQuote(const std::string& word) {
+  if (word.empty()) return "''";
+  bool safe = true;
+  for (char c : word)
+    safe = safe && (std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%+=:,./-_").find(c) != std::string_view::npos);
+  if (safe) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
+  if (o.program.empty() || o.program.front().empty()) throw ConfigError("no program to run (ddprun [options] [--] PROGRAM [ARGS...])");
+  if (o.np && *o.np < 1) throw ConfigError(fmt::format("-np {}: at least one rank is needed", *o.np));
+  if (o.nprocPerNode < 0) throw ConfigError(fmt::format("--nproc-per-node {}: must be at least 1", o.nprocPerNode));
+  if (!o.hostList.empty() && !o.hostfile.empty()) throw ConfigError("give -H or --hostfile, not both");
+
+  LaunchPlan plan;
+  if (!o.hostList.empty()) {
+    plan.hosts = parseHostList(o.hostList);
+  } else if (!o.hostfile.empty()) {
+    plan.hosts = parseHostfile(ctx.hostfileText, o.hostfile);
+    if (plan.hosts.empty()) throw ConfigError(fmt::format("hostfile {} names no host", o.hostfile));
+  } else if (auto slurm = slurmAllocation(ctx.environment)) {
+    plan.hosts = *slurm;
+  } else {
+    plan.hosts = {{ctx.localHost, std::max(1, ctx.localSlots)}};
+    plan.localOnly = true;
+  }
+  if (o.nprocPerNode > 0)
+    for (auto& h : plan.hosts) h.slots = o.nprocPerNode;
+  const int slots = totalSlots(plan.hosts);
+  plan.np = o.np.value_or(slots);
+  bool oversubscribe = o.oversubscribe;
+  if (plan.np > slots && !oversubscribe) {
+    if (!plan.localOnly)
+      throw ConfigError(fmt::format("-np {} but the hosts have {} slots ({}): add hosts or slots, or pass --oversubscribe",
+                                    plan.np, slots, hostsArgument(plan.hosts)));
+    oversubscribe = true;
+    plan.warnings.push_back(fmt::format("-np {} is more than the {} cores of this host: ranks share cores "
+                                        "(--oversubscribe), so each runs slower",
+                                        plan.np, slots));
+  }
+
+  plan.runDir = !o.runDir.empty() ? o.runDir
+                                  : fmt::format("ddprun-runs/{}-{}", ctx.timestamp, basename(o.program.front()));
+  if (plan.runDir.front() != '/') plan.runDir = (ctx.cwd == "/" ? "" : ctx.cwd) + "/" + plan.runDir;
+  const auto& first = plan.hosts.front().host;
+  plan.masterAddr = plan.localOnly || (plan.hosts.size() == 1 && isLocalName(first, ctx.localHost)) ? "127.0.0.1" : first;
+  plan.masterPort = ctx.masterPort;
+
+  auto& env = plan.rankEnv;
+  env[std::string(env::kMasterAddr)] = plan.masterAddr;
+  env[std::string(env::kMasterPort)] = std::to_string(plan.masterPort);
+  env[std::string(env::kRunDir)] = plan.runDir;
+  const bool userSubsys = !o.ncclSubsys.empty() || ctx.environment.has("NCCL_DEBUG_SUBSYS");
+  if (o.profile) {
+    env["NCCL_DEBUG"] = o.ncclDebug.empty() ? "INFO" : o.ncclDebug;
+    if (!userSubsys) env["NCCL_DEBUG_SUBSYS"] = kDefaultProfileSubsys;
+    env["NCCL_DEBUG_FILE"] = plan.runDir + "/nccl/%h.%p.log";
+  } else if (!o.ncclDebug.empty()) {
+    env["NCCL_DEBUG"] = o.ncclDebug;
+  }
+  if (!o.ncclSubsys.empty()) env["NCCL_DEBUG_SUBSYS"] = o.ncclSubsys;
+  for (const auto& spec : o.exports) {
+    auto eq = spec.find('=');
+    std::string name = spec.substr(0, eq);
+    bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+    for (char c : name) valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!valid) throw ConfigError(fmt::format("-x '{}': '{}' is not a variable name", spec, name));
+    if (eq != std::string::npos) {
+      env[name] = spec.substr(eq + 1);
+    } else if (auto value = ctx.environment.get(name)) {
+      env[name] = *value;
+    } else {
+      throw ConfigError(fmt::format("-x {}: {} is not set in this environment (use -x {}=VALUE)", name, name, name));
+    }
+  }
+  if (ctx.root) {
+    plan.mpirunEnv["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
+    plan.mpirunEnv["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+  }
+
+  auto& a = plan.argv;
+  a = {ctx.mpirun, "-np", std::to_string(plan.np), "--host", hostsArgument(plan.hosts)};
+  if (oversubscribe) a.push_back("--oversubscribe");
+  // Open MPI binds each rank to one core by default, which starves a rank's data-loader and
+  // intra-op threads; ranks are left to the scheduler (or to the user's --mpi-args).
+  a.insert(a.end(), {"--bind-to", "none"});
+  for (const auto& [name, value] : env) a.insert(a.end(), {"-x", name});
+  for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
+  a.insert(a.end(), {ctx.worker, "--worker", "--"});
+  a.insert(a.end(), o.program.begin(), o.program.end());
+  return plan;
+}
+
+std::string renderPlan(const LaunchPlan& plan) {
+  std::string out;
+  for (const auto& w : plan.warnings) out += "# warning: " + w + "\n";
+  out += fmt::format("# {} ranks on {}; run directory {}\n", plan.np, hostsArgument(plan.hosts), plan.runDir);
+  std::string line;
+  for (const auto& [name, value] : plan.mpirunEnv) line += name + "=" + shellQuote(value) + " ";
+  for (const auto& [name, value] : plan.rankEnv) line += name + "=" + shellQuote(value) + " ";
+  for (size_t i = 0; i < plan.argv.size(); ++i) line += (i ? " " : "") + shellQuote(plan.argv[i]);
+  return out + line + "\n";
+}
+
+}  // namespace ddp::launcher

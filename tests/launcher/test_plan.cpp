@@ -1,0 +1,159 @@
+// makeLaunchPlan: hosts from every source, root and non-root, oversubscription, the rank
+// environment, profiling, exports and quoting — without spawning anything.
+#include "ddp/comm/error.hpp"
+#include "ddp/launcher/plan.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace ddp::launcher;
+
+namespace {
+
+PlanContext context(std::map<std::string, std::string, std::less<>> vars = {}) {
+  PlanContext c;
+  c.environment = ddp::Environment(std::move(vars));
+  c.localSlots = 2;
+  c.localHost = "box";
+  c.cwd = "/work";
+  c.timestamp = "20261129-224501";
+  c.masterPort = 29517;
+  c.worker = "/usr/bin/ddprun";
+  return c;
+}
+
+LaunchOptions options(std::vector<std::string> program = {"./train", "--steps", "5"}) {
+  LaunchOptions o;
+  o.program = std::move(program);
+  return o;
+}
+
+bool contains(const std::vector<std::string>& argv, const std::vector<std::string>& run) {
+  return std::search(argv.begin(), argv.end(), run.begin(), run.end()) != argv.end();
+}
+
+}  // namespace
+
+TEST_CASE("a local run: every core, loopback rendezvous, default run directory", "[launcher][plan]") {
+  auto plan = makeLaunchPlan(options(), context());
+  CHECK(plan.np == 2);
+  CHECK(plan.localOnly);
+  CHECK(plan.masterAddr == "127.0.0.1");
+  CHECK(plan.runDir == "/work/ddprun-runs/20261129-224501-train");
+  CHECK(plan.rankEnv.at("MASTER_PORT") == "29517");
+  CHECK(plan.rankEnv.at("DDPRUN_RUN_DIR") == plan.runDir);
+  CHECK(plan.mpirunEnv.empty());  // not root
+  CHECK(plan.warnings.empty());
+  CHECK(contains(plan.argv, {"mpirun", "-np", "2", "--host", "box:2"}));
+  CHECK(contains(plan.argv, {"--bind-to", "none"}));
+  CHECK(contains(plan.argv, {"-x", "MASTER_ADDR"}));
+  CHECK(contains(plan.argv, {"/usr/bin/ddprun", "--worker", "--", "./train", "--steps", "5"}));
+  CHECK(std::find(plan.argv.begin(), plan.argv.end(), "--oversubscribe") == plan.argv.end());
+}
+
+TEST_CASE("as root: the allow-run-as-root settings for mpirun", "[launcher][plan]") {
+  auto c = context();
+  c.root = true;
+  auto plan = makeLaunchPlan(options(), c);
+  CHECK(plan.mpirunEnv.at("OMPI_ALLOW_RUN_AS_ROOT") == "1");
+  CHECK(plan.mpirunEnv.at("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM") == "1");
+}
+
+TEST_CASE("more ranks than local cores: oversubscribed with a warning; on given hosts: an error", "[launcher][plan]") {
+  auto o = options();
+  o.np = 4;
+  auto plan = makeLaunchPlan(o, context());
+  CHECK(std::find(plan.argv.begin(), plan.argv.end(), "--oversubscribe") != plan.argv.end());
+  REQUIRE(plan.warnings.size() == 1);
+  CHECK_THAT(plan.warnings[0], Catch::Contains("more than the 2 cores"));
+  o.hostList = "a:2,b:1";
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context()),
+                    Catch::Equals("-np 4 but the hosts have 3 slots (a:2,b:1): add hosts or slots, or pass --oversubscribe"));
+  o.oversubscribe = true;
+  CHECK(makeLaunchPlan(o, context()).np == 4);
+  o.np = 0;
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context()), Catch::Equals("-np 0: at least one rank is needed"));
+}
+
+TEST_CASE("hosts from -H, a hostfile, Slurm, and --nproc-per-node", "[launcher][plan]") {
+  auto o = options();
+  o.hostList = "gpu-a:8,gpu-b:8";
+  auto plan = makeLaunchPlan(o, context());
+  CHECK(plan.np == 16);
+  CHECK(plan.masterAddr == "gpu-a");
+  CHECK(contains(plan.argv, {"--host", "gpu-a:8,gpu-b:8"}));
+
+  o.hostList.clear();
+  o.hostfile = "hosts.txt";
+  auto c = context();
+  c.hostfileText = "# cluster\nn1 slots=4\nn2 slots=4\n";
+  CHECK(makeLaunchPlan(o, c).hosts == std::vector<HostSlots>{{"n1", 4}, {"n2", 4}});
+  c.hostfileText = "n1 slots=4\nn2 slots=four\n";
+  CHECK_THROWS_WITH(makeLaunchPlan(o, c), Catch::StartsWith("hosts.txt:2: 'slots=four'"));
+  o.hostList = "a";
+  CHECK_THROWS_WITH(makeLaunchPlan(o, c), Catch::Equals("give -H or --hostfile, not both"));
+
+  auto slurm = options();
+  auto inside = context({{"SLURM_JOB_NODELIST", "node[1-2]"}, {"SLURM_TASKS_PER_NODE", "4(x2)"}});
+  auto fromSlurm = makeLaunchPlan(slurm, inside);
+  CHECK(fromSlurm.np == 8);
+  CHECK(contains(fromSlurm.argv, {"--host", "node1:4,node2:4"}));
+  slurm.nprocPerNode = 2;
+  auto perNode = makeLaunchPlan(slurm, inside);
+  CHECK(perNode.np == 4);
+  CHECK(contains(perNode.argv, {"--host", "node1:2,node2:2"}));
+}
+
+TEST_CASE("profiling captures NCCL logs into the run directory unless the user chose", "[launcher][plan]") {
+  auto o = options();
+  o.profile = true;
+  o.runDir = "runs/a";
+  auto plan = makeLaunchPlan(o, context());
+  CHECK(plan.runDir == "/work/runs/a");
+  CHECK(plan.rankEnv.at("NCCL_DEBUG") == "INFO");
+  CHECK(plan.rankEnv.at("NCCL_DEBUG_SUBSYS") == "INIT,ENV,NET,GRAPH,COLL");
+  CHECK(plan.rankEnv.at("NCCL_DEBUG_FILE") == "/work/runs/a/nccl/%h.%p.log");
+  auto userSet = makeLaunchPlan(o, context({{"NCCL_DEBUG_SUBSYS", "ALL"}}));
+  CHECK(userSet.rankEnv.count("NCCL_DEBUG_SUBSYS") == 0);  // theirs reaches the ranks as is
+  o.ncclDebug = "WARN";
+  o.ncclSubsys = "NET";
+  auto chosen = makeLaunchPlan(o, context());
+  CHECK(chosen.rankEnv.at("NCCL_DEBUG") == "WARN");
+  CHECK(chosen.rankEnv.at("NCCL_DEBUG_SUBSYS") == "NET");
+  CHECK(makeLaunchPlan(options(), context()).rankEnv.count("NCCL_DEBUG") == 0);
+}
+
+TEST_CASE("exports and --mpi-args", "[launcher][plan]") {
+  auto o = options();
+  o.exports = {"OMP_NUM_THREADS=4", "HOME"};
+  o.mpiArgs = "--mca btl self,tcp --map-by 'ppr:1:node'";
+  auto plan = makeLaunchPlan(o, context({{"HOME", "/root"}}));
+  CHECK(plan.rankEnv.at("OMP_NUM_THREADS") == "4");
+  CHECK(plan.rankEnv.at("HOME") == "/root");
+  CHECK(contains(plan.argv, {"--mca", "btl", "self,tcp", "--map-by", "ppr:1:node", "/usr/bin/ddprun"}));
+  o.exports = {"NOPE"};
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context()), Catch::Contains("-x NOPE: NOPE is not set"));
+  o.exports = {"1BAD=x"};
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context()), Catch::Contains("'1BAD' is not a variable name"));
+  o.exports.clear();
+  o.mpiArgs = "--mca 'btl";
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context()), Catch::Contains("unbalanced single quote"));
+  CHECK_THROWS_WITH(makeLaunchPlan(options({}), context()), Catch::Contains("no program to run"));
+}
+
+TEST_CASE("quoting: arguments with spaces, quotes, ';' and '$' survive the printed plan", "[launcher][plan]") {
+  CHECK(shellQuote("plain-word_1.0,a=b:c/d") == "plain-word_1.0,a=b:c/d");
+  CHECK(shellQuote("") == "''");
+  CHECK(shellQuote("two words") == "'two words'");
+  CHECK(shellQuote("it's") == "'it'\\''s'");
+  CHECK(shellQuote("$HOME;rm") == "'$HOME;rm'");
+  const std::vector<std::string> tricky = {"sh", "-c", "echo \"$RANK\"; echo 'x y'", "a\\b", ""};
+  auto plan = makeLaunchPlan(options(tricky), context());
+  // The argv keeps them verbatim; the rendering, split back like a shell, gives the same words.
+  CHECK(contains(plan.argv, tricky));
+  auto rendered = renderPlan(plan);
+  auto lastLine = rendered.substr(rendered.rfind('\n', rendered.size() - 2) + 1);
+  auto words = splitShellWords(lastLine, "plan");
+  CHECK(contains(words, tricky));
+}

@@ -51,6 +51,6 @@ print(f"\nTargets at 1 GB: ≤ 2.0× grep — {'met' if ratio <= 2 else 'missed'
       f"({min(rss) / 1024:.1f}–{max(rss) / 1024:.1f} MB).")
 print("\ngrep -c counts matches with a vectorised fixed-string search and looks at no line twice; ddprof parses every")
 print("line's prefix (host, pid, tid, device, level), checks it for a second interleaved line, and classifies its")
-print("message. Memory is a 4 MiB read buffer plus facts bounded by the job's size (hosts, ranks, edges, the first")
+print("message. Memory is one 16 MiB window of the file mapped at a time plus facts bounded by the job's size (hosts, ranks, edges, the first")
 print("200 warnings), never by the log's.")
 PY

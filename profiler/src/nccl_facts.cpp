@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -203,44 +204,79 @@ NcclFacts NcclFactsBuilder::finish() const {
   return f;
 }
 
+namespace {
+
+// Feeds the lines of `data` to the builder; a line cut at the end of the window is kept in
+// `carry` and completed by the next window.
+void feedWindow(NcclFactsBuilder& builder, const char* data, size_t size, std::string& carry) {
+  size_t start = 0;
+  if (!carry.empty()) {
+    const void* nl = std::memchr(data, '\n', size);
+    if (!nl) {
+      carry.append(data, size);
+      return;
+    }
+    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
+    carry.append(data, end);
+    builder.addLine(carry);
+    carry.clear();
+    start = end + 1;
+  }
+  while (const void* nl = std::memchr(data + start, '\n', size - start)) {
+    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
+    builder.addLine(std::string_view(data + start, end - start));
+    start = end + 1;
+  }
+  carry.assign(data + start, size - start);
+}
+
+[[noreturn]] void readFailed(const std::string& path, int fd) {
+  int error = errno;
+  ::close(fd);
+  throw ConfigError(fmt::format("cannot read NCCL log {}: {}", path, std::strerror(error)));
+}
+
+}  // namespace
+
 NcclFacts readNcclLogs(const std::vector<std::string>& paths) {
   NcclFactsBuilder builder;
-  std::vector<char> buffer(4 << 20);
+  // Regular files are mapped a window at a time (no copy out of the page cache; the window is
+  // unmapped before the next, so resident memory stays ~kWindow); pipes and other special files
+  // are read into a buffer.
+  constexpr size_t kWindow = size_t{16} << 20;
+  std::vector<char> buffer;
+  std::string carry;
   for (const auto& path : paths) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw ConfigError(fmt::format("cannot read NCCL log {}: {}", path, std::strerror(errno)));
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (::fstat(fd, &st) != 0) readFailed(path, fd);
+    if (S_ISDIR(st.st_mode)) {
       ::close(fd);
       throw ConfigError(fmt::format("NCCL log {} is a directory, not a file", path));
     }
-    size_t filled = 0;
-    for (;;) {
-      ssize_t n = ::read(fd, buffer.data() + filled, buffer.size() - filled);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        int error = errno;
-        ::close(fd);
-        throw ConfigError(fmt::format("cannot read NCCL log {}: {}", path, std::strerror(error)));
+    carry.clear();
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+      const auto size = static_cast<size_t>(st.st_size);
+      for (size_t offset = 0; offset < size; offset += kWindow) {
+        const size_t length = std::min(kWindow, size - offset);
+        void* map = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(offset));
+        if (map == MAP_FAILED) readFailed(path, fd);
+        ::madvise(map, length, MADV_SEQUENTIAL);
+        feedWindow(builder, static_cast<const char*>(map), length, carry);
+        ::munmap(map, length);
       }
-      filled += static_cast<size_t>(n);
-      const char* data = buffer.data();
-      size_t start = 0;
-      while (const void* nl = std::memchr(data + start, '\n', filled - start)) {
-        size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
-        builder.addLine(std::string_view(data + start, end - start));
-        start = end + 1;
-      }
-      if (n == 0 || (start == 0 && filled == buffer.size())) {
-        // End of file, or a line longer than the buffer: take what there is as a line.
-        if (filled > start) builder.addLine(std::string_view(data + start, filled - start));
-        filled = 0;
+    } else {
+      buffer.resize(4 << 20);
+      for (;;) {
+        ssize_t n = ::read(fd, buffer.data(), buffer.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) readFailed(path, fd);
         if (n == 0) break;
-        continue;
+        feedWindow(builder, buffer.data(), static_cast<size_t>(n), carry);
       }
-      std::memmove(buffer.data(), data + start, filled - start);
-      filled -= start;
     }
+    if (!carry.empty()) builder.addLine(carry);  // a last line without a newline
     ::close(fd);
   }
   return builder.finish();

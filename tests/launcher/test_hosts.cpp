@@ -8,7 +8,7 @@
 using namespace ddp::launcher;
 using Hosts = std::vector<HostSlots>;
 
-TEST_CASE("-H lists", "[launcher][hosts]") {
+TEST_CASE("host lists given with -H", "[launcher][hosts]") {
   CHECK(parseHostList("a:8,b:8") == Hosts{{"a", 8}, {"b", 8}});
   CHECK(parseHostList("node-1,node-2.example") == Hosts{{"node-1", 1}, {"node-2.example", 1}});
   CHECK(parseHostList("a:2,a:3") == Hosts{{"a", 5}});

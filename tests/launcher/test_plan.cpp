@@ -60,7 +60,7 @@ TEST_CASE("as root: the allow-run-as-root settings for mpirun", "[launcher][plan
   CHECK(plan.mpirunEnv.at("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM") == "1");
 }
 
-TEST_CASE("more ranks than local cores: oversubscribed with a warning; on given hosts: an error", "[launcher][plan]") {
+TEST_CASE("more ranks than local cores are oversubscribed with a warning, on given hosts an error", "[launcher][plan]") {
   auto o = options();
   o.np = 4;
   auto plan = makeLaunchPlan(o, context());
@@ -142,7 +142,7 @@ TEST_CASE("exports and --mpi-args", "[launcher][plan]") {
   CHECK_THROWS_WITH(makeLaunchPlan(options({}), context()), Catch::Contains("no program to run"));
 }
 
-TEST_CASE("quoting: arguments with spaces, quotes, ';' and '$' survive the printed plan", "[launcher][plan]") {
+TEST_CASE("quoting: arguments with spaces, quotes, semicolons and dollars survive the printed plan", "[launcher][plan]") {
   CHECK(shellQuote("plain-word_1.0,a=b:c/d") == "plain-word_1.0,a=b:c/d");
   CHECK(shellQuote("") == "''");
   CHECK(shellQuote("two words") == "'two words'");

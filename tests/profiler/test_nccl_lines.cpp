@@ -4,6 +4,10 @@
 #include "ddp/profiler/nccl_line.hpp"
 
 #include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 using namespace ddp::profiler;
 
@@ -247,4 +251,29 @@ TEST_CASE("edges aggregate into a bounded map and a GDR verdict", "[profiler][pa
   for (const char* key : {"nccl_version", "cuda_version", "hosts", "nranks", "network", "transports", "gdrdma",
                           "edge_lines", "env_overrides", "init_complete_lines", "coll_ops", "has_warn", "failure_kinds"})
     CHECK(j.contains(key));
+}
+
+TEST_CASE("files are read whole: lines across mapping windows, no final newline, special files", "[profiler][parser]") {
+  namespace fs = std::filesystem;
+  const auto path = fs::temp_directory_path() / ("ddprof-big-" + std::to_string(::getpid()) + ".log");
+  const int lines = 260000;  // ~37 MB: the 16 MiB windows cut lines
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < lines; ++i)
+      out << "node-" << (i % 3) << ":1:1 [0] NCCL INFO AllReduce: opCount " << std::hex << i << std::dec
+          << " sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 root 0 comm 0x5 [nranks=4] stream 0x9"
+          << (i + 1 < lines ? "\n" : "");
+  }
+  REQUIRE(fs::file_size(path) > (32u << 20));
+  auto f = readNcclLogs({path.string()});
+  CHECK(f.linesRead == static_cast<uint64_t>(lines));
+  CHECK(f.linesRecognised == static_cast<uint64_t>(lines));
+  CHECK(f.collOps.at("AllReduce") == static_cast<uint64_t>(lines));
+  CHECK(f.hosts == std::set<std::string>{"node-0", "node-1", "node-2"});
+  CHECK(f.linesDamaged == 0);
+  fs::remove(path);
+  // /proc files report size 0 and are read, not mapped.
+  auto proc = readNcclLogs({"/proc/self/status"});
+  CHECK(proc.linesRead > 5);
+  CHECK(proc.linesRecognised == 0);
 }

@@ -5,6 +5,7 @@
 #define CATCH_CONFIG_RUNNER
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/registry.hpp"
+#include "common/backend_session.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -204,22 +205,5 @@ TEST_CASE("several collectives in flight complete in order", "[comm][collectives
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  std::string backend = "mpi";
-  using namespace Catch::clara;
-  session.cli(session.cli() | Opt(backend, "name")["--backend"]("backend to test"));
-  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
-  int rc = 0;
-  try {
-    const auto environment = ddp::Environment::fromProcess();
-    gBackend = builtinBackends().create(backend, discoverWorld(environment),
-                                        BackendOptions::fromEnvironment(environment));
-    rc = session.run();
-    gBackend->barrier()->wait();
-  } catch (const std::exception& e) {
-    std::cerr << "test_collectives: " << e.what() << "\n";
-    rc = 1;
-  }
-  gBackend.reset();
-  return rc;
+  return ddp::tests::runWithBackend(argc, argv, gBackend, "test_collectives");
 }

@@ -6,6 +6,7 @@
 #include "ddp/comm/distributed_data_parallel.hpp"
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/registry.hpp"
+#include "common/backend_session.hpp"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
@@ -180,23 +181,6 @@ TEST_CASE("bucket collectives are recorded into the step timer", "[ddp]") {
 }
 
 int main(int argc, char** argv) {
-  Catch::Session session;
-  std::string backend = "mpi";
-  using namespace Catch::clara;
-  session.cli(session.cli() | Opt(backend, "name")["--backend"]("backend to test"));
-  if (const int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   torch::set_num_threads(1);
-  int rc = 0;
-  try {
-    const auto environment = ddp::Environment::fromProcess();
-    gBackend = builtinBackends().create(backend, discoverWorld(environment),
-                                        BackendOptions::fromEnvironment(environment));
-    rc = session.run();
-    gBackend->barrier()->wait();
-  } catch (const std::exception& e) {
-    std::cerr << "test_ddp: " << e.what() << "\n";
-    rc = 1;
-  }
-  gBackend.reset();
-  return rc;
+  return ddp::tests::runWithBackend(argc, argv, gBackend, "test_ddp");
 }

@@ -65,8 +65,6 @@ void StepTimer::beginStep(int64_t step, int64_t samples) {
   current_.loss.reset();
   stepStart_ = Clock::now();
   current_.startUnixUs = unixMicros();
-  // Maps steady-clock instants of this step's collectives onto the wall clock.
-  stepStartUnixUs_ = current_.startUnixUs;
   inStep_ = true;
 }
 
@@ -88,8 +86,9 @@ void StepTimer::recordCollective(CollectiveOp op, int bucket, uint64_t bytes,
   record.op = op;
   record.bucket = bucket;
   record.bytes = bytes;
+  // Steady-clock instants map onto the wall clock through the step's start.
   record.startUnixUs =
-      stepStartUnixUs_ +
+      current_.startUnixUs +
       std::chrono::duration_cast<std::chrono::microseconds>(start - stepStart_).count();
   record.durationMs = toMs(duration);
   std::lock_guard<std::mutex> lock(collectivesMutex_);

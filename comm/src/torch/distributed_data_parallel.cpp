@@ -245,10 +245,9 @@ void DistributedDataParallel::markUnused(size_t i) {
 
 void DistributedDataParallel::markReady(size_t i) {
   if (!requireSync_) return;
-  if (!callbackQueued_) {
-    // Completes the synchronisation when this backward ends, so gradients are averaged by the
-    // time backward() returns.
-    callbackQueued_ = true;
+  if (!syncing_) {
+    // The first gradient of a synchronised backward: the synchronisation completes when this
+    // backward ends, so gradients are averaged by the time backward() returns.
     syncing_ = true;
     torch::autograd::Engine::get_default_engine().queue_callback([state = hookState_] {
       if (state->owner) state->owner->finalize();
@@ -291,7 +290,6 @@ void DistributedDataParallel::synchronize() { finalize(); }
 void DistributedDataParallel::finalize() {
   if (!syncing_) return;
   syncing_ = false;
-  callbackQueued_ = false;
   if (timer_ && std::this_thread::get_id() == owner_) timer_->beginPhase(Phase::kCommWait);
 
   std::vector<std::string> missing;

@@ -124,8 +124,7 @@ class DistributedDataParallel {
   std::vector<bool> unusedMarked_;
   size_t nextLaunch_ = 0;
   bool requireSync_ = true;
-  bool syncing_ = false;  // a synchronised backward is under way
-  bool callbackQueued_ = false;
+  bool syncing_ = false;  // a synchronised backward is under way (its end callback queued)
   StepTimer* timer_ = nullptr;
   std::thread::id owner_ = std::this_thread::get_id();
 };

@@ -73,7 +73,6 @@ class StepTimer {
   Clock::time_point lastWrite_;
   StepRecord current_;
   Clock::time_point stepStart_;
-  int64_t stepStartUnixUs_ = 0;
   bool inStep_ = false;
   std::optional<Phase> openPhase_;
   Clock::time_point phaseStart_;

@@ -1,6 +1,7 @@
 #include "checkpoint.hpp"
 
 #include "ddp/comm/error.hpp"
+#include "ddp/comm/files.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -16,27 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string checkpointFile(const std::string& dir) { return (fs::path(dir) / "checkpoint.pt").string(); }
-std::string temporaryFor(const std::string& path) { return fmt::format("{}.tmp.{}", path, ::getpid()); }
-
-// Renames tmp over path; on failure removes tmp and throws.
-void commit(const std::string& tmp, const std::string& path) {
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    std::remove(tmp.c_str());
-    throw ConfigError(fmt::format("cannot write {}: {}", path, std::strerror(error)));
-  }
-}
-
-}  // namespace
-
-std::string modelSignature(const std::string& modelName, torch::nn::Module& model) {
-  std::string signature = modelName;
-  for (const auto& item : model.named_parameters())
-    signature += fmt::format(";{}{}", item.key(), fmt::join(item.value().sizes(), "x"));
-  return signature;
-}
-
-namespace {
 
 // Creates and removes a file in dir; false (errno set) when that fails.
 bool canCreateIn(const fs::path& dir) {
@@ -49,6 +29,13 @@ bool canCreateIn(const fs::path& dir) {
 }
 
 }  // namespace
+
+std::string modelSignature(const std::string& modelName, torch::nn::Module& model) {
+  std::string signature = modelName;
+  for (const auto& item : model.named_parameters())
+    signature += fmt::format(";{}{}", item.key(), fmt::join(item.value().sizes(), "x"));
+  return signature;
+}
 
 void checkCheckpointDir(const std::string& dir) {
   std::error_code ec;
@@ -87,7 +74,7 @@ void saveCheckpoint(const std::string& dir, const std::string& signature, torch:
     std::remove(tmp.c_str());
     throw ConfigError(fmt::format("cannot write checkpoint {}: {}", tmp, e.what_without_backtrace()));
   }
-  commit(tmp, path);
+  commitTemporary(tmp, path);
 }
 
 std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string& signature,
@@ -118,19 +105,6 @@ std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string&
     throw ConfigError(fmt::format("checkpoint {} cannot be read: {}", path, e.what_without_backtrace()));
   }
   return step.toInt();
-}
-
-void writeFileAtomically(const std::string& path, const void* data, size_t bytes) {
-  const auto tmp = temporaryFor(path);
-  std::FILE* file = std::fopen(tmp.c_str(), "wb");
-  if (!file) throw ConfigError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  bool ok = std::fwrite(data, 1, bytes, file) == bytes;
-  ok = (std::fclose(file) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw ConfigError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  }
-  commit(tmp, path);
 }
 
 }  // namespace ddp::train

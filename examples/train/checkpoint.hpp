@@ -29,7 +29,4 @@ std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string&
 // naming the option.
 void checkWritableParent(const std::string& path, const std::string& option);
 
-// Writes bytes to path through a temporary file and rename; throws ConfigError.
-void writeFileAtomically(const std::string& path, const void* data, size_t bytes);
-
 }  // namespace ddp::train

@@ -8,6 +8,7 @@
 
 #include "ddp/comm/distributed_data_parallel.hpp"
 #include "ddp/comm/error.hpp"
+#include "ddp/comm/files.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/step_timer.hpp"
 #include "ddp/comm/world.hpp"
@@ -337,7 +338,8 @@ int runTraining(const TrainOptions& o) {
   if (first && !o.dumpParams.empty()) {
     static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "--dump-params writes the host's float32");
     auto flat = flatParameters(*model);
-    writeFileAtomically(o.dumpParams, flat.data_ptr(), static_cast<size_t>(flat.numel()) * sizeof(float));
+    ddp::writeFileAtomically(o.dumpParams, std::string_view(static_cast<const char*>(flat.data_ptr()),
+                                                            static_cast<size_t>(flat.numel()) * sizeof(float)));
   }
   std::cout << std::flush;
   return exitCode;

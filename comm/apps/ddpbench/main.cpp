@@ -4,6 +4,7 @@
 #include "ddp/comm/bench/engine.hpp"
 #include "ddp/comm/bench/report.hpp"
 #include "ddp/comm/error.hpp"
+#include "ddp/comm/files.hpp"
 #include "ddp/comm/mpi_session.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/sizes.hpp"
@@ -91,16 +92,6 @@ Plan makePlan(const Options& o) {
 }
 
 // Written next to the target and renamed over it, so a reader never sees half a file.
-void writeJsonAtomically(const std::string& path, const nlohmann::json& document) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << document.dump(2) << "\n";
-    if (!out) throw ddp::Error(fmt::format("cannot write {}", temporary));
-  }
-  std::filesystem::rename(temporary, path);
-}
-
 int run(const Options& o) {
   const Plan plan = makePlan(o);
   const auto environment = ddp::Environment::fromProcess();
@@ -140,9 +131,8 @@ int run(const Options& o) {
     if (printer) std::cout << bench::tableFooter(results) << std::flush;
   }
   if (printer && !o.json.empty()) {
-    writeJsonAtomically(o.json, {{"backend", backend->name()},
-                                 {"nranks", backend->size()},
-                                 {"rows", rows}});
+    const nlohmann::json document = {{"backend", backend->name()}, {"nranks", backend->size()}, {"rows", rows}};
+    ddp::writeFileAtomically(o.json, document.dump(2) + "\n");
   }
   return wrong == 0 ? 0 : 1;
 }

@@ -3,14 +3,12 @@
 //           ddprof nccl run/nccl/*.log --json
 //           ddprof scaling runs/np1 runs/np2 runs/np4
 #include "ddp/comm/error.hpp"
+#include "ddp/comm/files.hpp"
 #include "ddp/profiler/report.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -33,18 +31,6 @@ struct ScalingOptions {
   std::vector<std::string> dirs;
   bool json = false;
 };
-
-void writeAtomically(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  std::FILE* file = std::fopen(tmp.c_str(), "w");
-  bool ok = file && std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  if (file) ok = std::fclose(file) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    throw ddp::ConfigError(fmt::format("cannot write {}: {}", path.string(), std::strerror(error)));
-  }
-}
 
 int runNccl(const NcclOptions& o) {
   auto facts = readNcclLogs(o.files);
@@ -70,9 +56,9 @@ int runReport(const ReportOptions& o) {
   const auto markdown = renderReportMarkdown(report);
   if (o.write) {
     const std::filesystem::path dir(o.dir);
-    writeAtomically(dir / "report.txt", text);
-    writeAtomically(dir / "report.json", json);
-    writeAtomically(dir / "report.md", markdown);
+    ddp::writeFileAtomically((dir / "report.txt").string(), text);
+    ddp::writeFileAtomically((dir / "report.json").string(), json);
+    ddp::writeFileAtomically((dir / "report.md").string(), markdown);
   }
   std::cout << (o.format == "json" ? json : o.format == "md" ? markdown : text);
   for (const auto& problem : run.problems) std::cerr << "ddprof: " << problem << "\n";

@@ -2,6 +2,8 @@
 
 #include "ddp/comm/error.hpp"
 
+#include "text.hpp"
+
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,12 +17,13 @@
 namespace ddp::profiler {
 namespace {
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+using detail::contains;
+using detail::startsWith;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '.' || s.back() == '\t')) s.remove_suffix(1);
+// A value at the end of a message: blanks around it and a sentence's final '.' dropped.
+std::string_view trimValue(std::string_view s) {
+  s = detail::trim(s);
+  while (!s.empty() && s.back() == '.') s.remove_suffix(1);
   return s;
 }
 
@@ -138,7 +141,7 @@ void NcclFactsBuilder::addMessage(const NcclLine& l) {
   }
   if (auto driver = numberAfter(m, "cudaDriverVersion")) f.cudaDriverVersion = *driver;
   if (startsWith(m, "Using network ")) {
-    f.network = std::string(trim(m.substr(14)));
+    f.network = std::string(trimValue(m.substr(14)));
   } else if (startsWith(m, "NET/IB : Using ") || startsWith(m, "NET/IB: Using ")) {
     netIbUsing_ = !contains(m, "for sideband");
     if (netIbUsing_) forEachBracketedDevice(m, [&](std::string_view d) { f.ibDevices.emplace(d); });

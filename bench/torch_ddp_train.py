@@ -3,7 +3,9 @@
 Debian's python3-torch over Gloo, one thread per rank, the same models, batch, optimizer and
 synthetic data shape as `train`. Prints one JSON object: the median step time of rank 0.
 
-usage: torch_ddp_train.py MODEL NP BATCH STEPS     (MODEL: mlp | resnet18)
+usage: torch_ddp_train.py MODEL NP BATCH STEPS [DEVICE]   (MODEL: mlp | resnet18; DEVICE: cpu | cuda)
+
+With DEVICE cuda, rank r trains on GPU r over NCCL (the GPU check, tools/gpu-check.sh).
 """
 import json
 import socket
@@ -61,19 +63,24 @@ class ResNet18(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
-def worker(rank, nranks, port, model_name, batch, steps, out):
+def worker(rank, nranks, port, model_name, batch, steps, device, out):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=nranks)
+    cuda = device == "cuda"
+    if cuda:
+        torch.cuda.set_device(rank)
+    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=nranks)
     torch.manual_seed(rank)
-    model = nn.parallel.DistributedDataParallel(Mlp() if model_name == "mlp" else ResNet18())
+    model = (Mlp() if model_name == "mlp" else ResNet18()).to(device)
+    model = nn.parallel.DistributedDataParallel(model, device_ids=[rank] if cuda else None)
     shape = (batch, 1, 28, 28) if model_name == "mlp" else (batch, 3, 32, 32)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     generator = torch.Generator().manual_seed(1000 + rank)
     times = []
     for _ in range(steps):
         start = time.perf_counter()
-        x = torch.randn(shape, generator=generator)
-        y = torch.randint(0, 10, (batch,), generator=generator)
+        x = torch.randn(shape, generator=generator).to(device)
+        y = torch.randint(0, 10, (batch,), generator=generator).to(device)
         loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -87,14 +94,16 @@ def worker(rank, nranks, port, model_name, batch, steps, out):
 
 def main():
     model_name, nranks, batch, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     out = ctx.SimpleQueue()
-    mp.spawn(worker, args=(nranks, port, model_name, batch, steps, out), nprocs=nranks)
+    mp.spawn(worker, args=(nranks, port, model_name, batch, steps, device, out), nprocs=nranks)
     median = out.get()
-    print(json.dumps({"impl": "pytorch-ddp-gloo", "model": model_name, "np": nranks, "batch": batch,
+    impl = "pytorch-ddp-nccl" if device == "cuda" else "pytorch-ddp-gloo"
+    print(json.dumps({"impl": impl, "device": device, "torch": torch.__version__, "model": model_name, "np": nranks, "batch": batch,
                       "step_ms_median": median, "samples_per_s": nranks * batch * 1000 / median}))
 
 

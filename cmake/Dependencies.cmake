@@ -17,6 +17,16 @@ find_package(Torch QUIET)
 if(Torch_FOUND)
   set(DDP_HAVE_TORCH ON)
   set(DDP_HAVE_GLOO ${DDP_WITH_GLOO})
+  # LibTorch 2.x (pip wheels) carries its own fmt headers, which then shadow the system's in
+  # every file that includes torch: those files use fmt header-only, so no fmt symbol of
+  # another version is left for the system libfmt to resolve.
+  get_target_property(_fmt_includes fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+  set(DDP_TORCH_BUNDLES_FMT OFF)
+  foreach(_dir IN LISTS TORCH_INCLUDE_DIRS)
+    if(EXISTS "${_dir}/fmt/core.h" AND NOT _dir IN_LIST _fmt_includes)
+      set(DDP_TORCH_BUNDLES_FMT ON)
+    endif()
+  endforeach()
 else()
   message(STATUS "ddprun: LibTorch not found: building without gloo, ddp::torch and train")
 endif()

@@ -4,6 +4,7 @@
 #include "ddp/comm/files.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -358,6 +358,7 @@ std::string_view failureKindName(FailureKind kind) {
     case FailureKind::kUnhandledCudaError: return "unhandled_cuda_error";
     case FailureKind::kTimeout: return "timeout";
     case FailureKind::kNoIbDevice: return "no_ib_device";
+    case FailureKind::kDuplicateGpu: return "duplicate_gpu";
   }
   return "?";
 }
@@ -372,6 +373,7 @@ std::optional<FailureKind> classifyFailure(std::string_view m) {
   if (contains(m, "unhandled system error") || contains(m, "ncclSystemError")) return FailureKind::kUnhandledSystemError;
   if (contains(m, "unhandled cuda error") || contains(m, "ncclUnhandledCudaError")) return FailureKind::kUnhandledCudaError;
   if (contains(m, "NET/IB : No device found")) return FailureKind::kNoIbDevice;
+  if (contains(m, "Duplicate GPU detected")) return FailureKind::kDuplicateGpu;
   if (contains(m, "Watchdog caught collective operation timeout") || contains(m, "timed out") ||
       contains(m, "Timeout"))
     return FailureKind::kTimeout;

@@ -23,7 +23,10 @@ std::string_view meaning(FailureKind kind) {
     case FailureKind::kTimeout:
       return "a collective or connection did not finish in time: a hung or dead rank, or ranks calling different collectives";
     case FailureKind::kNoIbDevice:
-      return "no InfiniBand/RoCE/eRDMA device usable: NCCL falls back to TCP sockets";
+      return "no InfiniBand/RoCE/eRDMA device usable: between hosts NCCL falls back to TCP sockets";
+    case FailureKind::kDuplicateGpu:
+      return "two ranks of one communicator on the same GPU: one rank per GPU, each on its own device "
+             "(CUDA_VISIBLE_DEVICES or cudaSetDevice(LOCAL_RANK))";
   }
   return "";
 }

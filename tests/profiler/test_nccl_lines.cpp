@@ -229,6 +229,8 @@ TEST_CASE("failure kinds", "[profiler][parser]") {
   CHECK(classifyFailure("NCCL error: unhandled cuda error") == FailureKind::kUnhandledCudaError);
   CHECK(classifyFailure("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)") == FailureKind::kTimeout);
   CHECK(classifyFailure("NET/IB : No device found.") == FailureKind::kNoIbDevice);
+  CHECK(classifyFailure("Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60") ==
+        FailureKind::kDuplicateGpu);
   CHECK_FALSE(classifyFailure("Connected all rings"));
 }
 

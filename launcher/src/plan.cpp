@@ -1,6 +1,7 @@
 #include "ddp/launcher/plan.hpp"
 
 #include "ddp/comm/error.hpp"
+#include "ddp/launcher/rank.hpp"
 
 #include <fmt/format.h>
 
@@ -75,6 +76,8 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   if (o.np && *o.np < 1) throw ConfigError(fmt::format("-np {}: at least one rank is needed", *o.np));
   if (o.nprocPerNode < 0) throw ConfigError(fmt::format("--nproc-per-node {}: must be at least 1", o.nprocPerNode));
   if (!o.hostList.empty() && !o.hostfile.empty()) throw ConfigError("give -H or --hostfile, not both");
+  if (!(o.graceSeconds >= 0 && o.graceSeconds <= 3600)) throw ConfigError(fmt::format("--grace {}: must be 0 to 3600 seconds", o.graceSeconds));
+  parseOutputMode(o.output, "--output");
 
   LaunchPlan plan;
   if (!o.hostList.empty()) {
@@ -107,13 +110,21 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
                                   : fmt::format("ddprun-runs/{}-{}", ctx.timestamp, basename(o.program.front()));
   if (plan.runDir.front() != '/') plan.runDir = (ctx.cwd == "/" ? "" : ctx.cwd) + "/" + plan.runDir;
   const auto& first = plan.hosts.front().host;
-  plan.masterAddr = plan.localOnly || (plan.hosts.size() == 1 && isLocalName(first, ctx.localHost)) ? "127.0.0.1" : first;
+  const bool allHere = plan.localOnly || (plan.hosts.size() == 1 && isLocalName(first, ctx.localHost));
+  plan.masterAddr = allHere ? "127.0.0.1" : first;
   plan.masterPort = ctx.masterPort;
 
   auto& env = plan.rankEnv;
-  env[std::string(env::kMasterAddr)] = plan.masterAddr;
-  env[std::string(env::kMasterPort)] = std::to_string(plan.masterPort);
-  env[std::string(env::kRunDir)] = plan.runDir;
+  env[std::string(ddp::env::kMasterAddr)] = plan.masterAddr;
+  env[std::string(ddp::env::kMasterPort)] = std::to_string(plan.masterPort);
+  env[std::string(ddp::env::kRunDir)] = plan.runDir;
+  env[std::string(launcher::env::kOutput)] = o.output;
+  env[std::string(launcher::env::kGraceSeconds)] = fmt::format("{}", static_cast<int>(o.graceSeconds + 0.5));
+  env[std::string(launcher::env::kGpuBinding)] = o.gpuBinding ? "local-rank" : "none";
+  if (ctx.controlPort > 0) {
+    env[std::string(launcher::env::kControl)] = fmt::format("{}:{}", allHere ? "127.0.0.1" : ctx.localHost, ctx.controlPort);
+    env[std::string(launcher::env::kControlToken)] = ctx.controlToken;
+  }
   const bool userSubsys = !o.ncclSubsys.empty() || ctx.environment.has("NCCL_DEBUG_SUBSYS");
   if (o.profile) {
     env["NCCL_DEBUG"] = o.ncclDebug.empty() ? "INFO" : o.ncclDebug;

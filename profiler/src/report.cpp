@@ -1,5 +1,7 @@
 #include "ddp/profiler/report.hpp"
 
+#include "ddp/comm/files.hpp"
+
 #include <fmt/format.h>
 
 namespace ddp::profiler {
@@ -152,6 +154,21 @@ std::string renderScalingText(const Scaling& s) {
   for (const auto& p : s.points)
     out += fmt::format("{:>6} {:>10.2f} {:>10.2f} {:>12.1f} {:>12.1f} {:>10}  {}\n", p.worldSize, p.stepMs, p.idealStepMs,
                        p.samplesPerSecond, p.idealSamplesPerSecond, pct(p.efficiency), p.dir);
+  return out;
+}
+
+RenderedReport reportRun(const std::string& dir, bool write) {
+  auto run = loadRun(dir);
+  auto timing = analyseTimings(run);
+  auto findings = diagnose(run, timing);
+  Report report{run, timing, findings};
+  RenderedReport out{renderReportText(report), reportJson(report).dump(2) + "\n", renderReportMarkdown(report),
+                     run.problems, timing.stepsAnalysed > 0 || run.nccl || !run.exits.empty()};
+  if (write) {
+    ddp::writeFileAtomically(dir + "/report.txt", out.text);
+    ddp::writeFileAtomically(dir + "/report.json", out.json);
+    ddp::writeFileAtomically(dir + "/report.md", out.markdown);
+  }
   return out;
 }
 

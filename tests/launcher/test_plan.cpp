@@ -157,3 +157,37 @@ TEST_CASE("quoting: arguments with spaces, quotes, semicolons and dollars surviv
   auto words = splitShellWords(lastLine, "plan");
   CHECK(contains(words, tricky));
 }
+
+TEST_CASE("the control connection and the worker settings travel in the rank environment", "[launcher][plan]") {
+  auto ctx = context();
+  auto plain = makeLaunchPlan(options(), ctx);
+  CHECK(plain.rankEnv.count("DDPRUN_CONTROL") == 0);  // --dry-run: workers run on their own
+  CHECK(plain.rankEnv.at("DDPRUN_OUTPUT") == "tag");
+  CHECK(plain.rankEnv.at("DDPRUN_GRACE_S") == "5");
+  CHECK(plain.rankEnv.at("DDPRUN_GPU_BINDING") == "local-rank");
+
+  ctx.controlPort = 40001;
+  ctx.controlToken = "abc";
+  auto o = options();
+  o.output = "rank:3";
+  o.graceSeconds = 10;
+  o.gpuBinding = false;
+  auto local = makeLaunchPlan(o, ctx);
+  CHECK(local.rankEnv.at("DDPRUN_CONTROL") == "127.0.0.1:40001");
+  CHECK(local.rankEnv.at("DDPRUN_CONTROL_TOKEN") == "abc");
+  CHECK(local.rankEnv.at("DDPRUN_OUTPUT") == "rank:3");
+  CHECK(local.rankEnv.at("DDPRUN_GRACE_S") == "10");
+  CHECK(local.rankEnv.at("DDPRUN_GPU_BINDING") == "none");
+  CHECK(contains(local.argv, {"-x", "DDPRUN_CONTROL"}));
+
+  auto remote = options();
+  remote.hostList = "a:2,b:2";
+  CHECK(makeLaunchPlan(remote, ctx).rankEnv.at("DDPRUN_CONTROL") == "box:40001");
+
+  auto bad = options();
+  bad.output = "rank:";
+  CHECK_THROWS_WITH(makeLaunchPlan(bad, ctx), Catch::Contains("--output 'rank:'"));
+  bad = options();
+  bad.graceSeconds = -1;
+  CHECK_THROWS_WITH(makeLaunchPlan(bad, ctx), Catch::Contains("--grace"));
+}

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # expect-exit.sh CODE REGEX COMMAND...: passes when COMMAND exits with CODE and its stderr has
-# exactly one line, matching REGEX (extended).
+# exactly one line, matching REGEX (extended), having written nothing into its working
+# directory (a fresh empty one).
 set -u
 code=$1 regex=$2
 shift 2
 err=$(mktemp)
-"$@" >/dev/null 2>"$err"
+cwd=$(mktemp -d)
+(cd "$cwd" && exec "$@") >/dev/null 2>"$err"
 rc=$?
+left=$(ls -A "$cwd")
+rm -rf "$cwd"
+if [ -n "$left" ]; then echo "it left files behind: $left"; exit 1; fi
 lines=$(grep -c . "$err")
 msg=$(cat "$err")
 rm -f "$err"

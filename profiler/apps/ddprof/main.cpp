@@ -3,13 +3,11 @@
 //           ddprof nccl run/nccl/*.log --json
 //           ddprof scaling runs/np1 runs/np2 runs/np4
 #include "ddp/comm/error.hpp"
-#include "ddp/comm/files.hpp"
 #include "ddp/profiler/report.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <filesystem>
 #include <iostream>
 
 namespace {
@@ -47,23 +45,10 @@ int runNccl(const NcclOptions& o) {
 }
 
 int runReport(const ReportOptions& o) {
-  auto run = loadRun(o.dir);
-  auto timing = analyseTimings(run);
-  auto findings = diagnose(run, timing);
-  Report report{run, timing, findings};
-  const auto text = renderReportText(report);
-  const auto json = reportJson(report).dump(2) + "\n";
-  const auto markdown = renderReportMarkdown(report);
-  if (o.write) {
-    const std::filesystem::path dir(o.dir);
-    ddp::writeFileAtomically((dir / "report.txt").string(), text);
-    ddp::writeFileAtomically((dir / "report.json").string(), json);
-    ddp::writeFileAtomically((dir / "report.md").string(), markdown);
-  }
-  std::cout << (o.format == "json" ? json : o.format == "md" ? markdown : text);
-  for (const auto& problem : run.problems) std::cerr << "ddprof: " << problem << "\n";
-  const bool usable = timing.stepsAnalysed > 0 || run.nccl || !run.exits.empty();
-  if (!usable) {
+  auto report = reportRun(o.dir, o.write);
+  std::cout << (o.format == "json" ? report.json : o.format == "md" ? report.markdown : report.text);
+  for (const auto& problem : report.problems) std::cerr << "ddprof: " << problem << "\n";
+  if (!report.usable) {
     std::cerr << "ddprof: nothing usable in " << o.dir << "\n";
     return 2;
   }

@@ -24,6 +24,9 @@ struct LaunchOptions {
   std::vector<std::string> exports;  // -x VAR[=VALUE]
   std::string mpiArgs;               // --mpi-args "...", split like a shell would (quotes)
   bool oversubscribe = false;        // --oversubscribe
+  std::string output = "tag";        // --output tag | rank:N | quiet
+  double graceSeconds = 5;           // --grace: SIGTERM to SIGKILL when stopping ranks
+  bool gpuBinding = true;            // CUDA_VISIBLE_DEVICES by local rank (--no-gpu-binding)
   std::vector<std::string> program;  // PROGRAM ARGS...
 };
 
@@ -39,6 +42,8 @@ struct PlanContext {
   std::string mpirun = "mpirun";
   std::string worker;                // the ddprun binary that each rank runs as "--worker"
   std::string hostfileText;          // contents of options.hostfile
+  int controlPort = 0;               // ddprun's control listener; 0: none (--dry-run)
+  std::string controlToken;          // what workers prove themselves with
 };
 
 struct LaunchPlan {

@@ -20,6 +20,15 @@ nlohmann::json reportJson(const Report& report);
 std::string renderReportText(const Report& report);
 std::string renderReportMarkdown(const Report& report);
 
+// A run directory loaded, analysed and rendered; with write, report.txt, report.json and
+// report.md are also written into it (atomically). Used by `ddprof report` and `ddprun --profile`.
+struct RenderedReport {
+  std::string text, json, markdown;
+  std::vector<std::string> problems;  // what could not be read ("file:line: what")
+  bool usable = false;                // timings, NCCL logs or exit records were found
+};
+RenderedReport reportRun(const std::string& dir, bool write);
+
 nlohmann::json scalingJson(const Scaling& scaling);
 std::string renderScalingText(const Scaling& scaling);
 

@@ -1,0 +1,31 @@
+#pragma once
+// Running a launch plan (docs/launcher.md): mpirun started through ProcessRunner in a process
+// group of its own, the workers met over the control socket, the first failure found and the
+// rest torn down, run.json and the exit records written, and ddprun's exit code chosen.
+
+#include "ddp/launcher/plan.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ddp::launcher {
+
+enum class Verbosity { kError, kWarn, kInfo, kDebug };
+// "error" | "warn" | "info" | "debug"; ConfigError otherwise.
+Verbosity parseVerbosity(const std::string& text);
+
+struct JobSettings {
+  double graceSeconds = 5;            // SIGTERM to SIGKILL, for every rank
+  double startTimeoutSeconds = 120;   // every rank must reach ddprun within this
+  Verbosity verbosity = Verbosity::kInfo;
+  bool profile = false;               // run the profiler on the run directory at the end
+  std::vector<std::string> command;   // ddprun's own argv, for run.json
+  std::string mpirun;                 // for the version in run.json
+};
+
+// controlFd: the listening socket whose port is in the plan's DDPRUN_CONTROL.
+// Returns 0 when every rank succeeded; the culprit's exit code (128 + signal for a signal);
+// 128 + N when ddprun itself was stopped by signal N; 1 when ranks were lost or never started.
+int runJob(const LaunchPlan& plan, int controlFd, const JobSettings& settings);
+
+}  // namespace ddp::launcher

@@ -1,0 +1,230 @@
+#include "ddp/launcher/doctor.hpp"
+
+#include "ddp/comm/environment.hpp"
+#include "ddp/comm/error.hpp"
+#include "ddp/comm/net.hpp"
+#include "ddp/launcher/process.hpp"
+#include "probe.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+namespace ddp::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string firstLine(const std::string& text, const std::string& containing = "") {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && (containing.empty() || line.find(containing) != std::string::npos)) return line;
+  return "";
+}
+
+// ddpbench beside ddprun (installed), in the build tree, or on PATH.
+std::optional<std::string> findDdpbench(const Environment& environment) {
+  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
+  for (const auto& candidate : {self / "ddpbench", self.parent_path() / "comm" / "ddpbench"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  try {
+    return resolveExecutable("ddpbench", environment);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<Check> gpuChecks(int& gpuCount) {
+  std::vector<Check> out;
+  auto gpus = probe::gpus();
+  gpuCount = gpus ? static_cast<int>(gpus->gpus.size()) : 0;
+  if (gpus && gpuCount > 0) {
+    std::string list;
+    for (const auto& g : gpus->gpus) list += (list.empty() ? "" : "; ") + g;
+    out.push_back({"GPUs and driver", "pass", fmt::format("{} GPU(s), driver {} ({}): {}", gpuCount, gpus->driver, gpus->source, list), ""});
+  } else {
+    out.push_back({"GPUs and driver", "warn",
+                   "no NVIDIA GPU or driver on this machine (no NVML, no nvidia-smi): the nccl backend cannot run here; "
+                   "training on the CPU with the gloo and mpi backends works",
+                   "on a GPU instance, install the NVIDIA driver: nvidia-smi must list the GPUs"});
+  }
+  auto cuda = probe::cuda();
+  if (!cuda) {
+    out.push_back({"CUDA runtime", "info", "libcudart not found: only CPU backends", gpuCount ? "install the CUDA runtime matching the driver" : ""});
+  } else if (cuda->devices > 0) {
+    bool newer = cuda->runtime && cuda->driver && std::stod(*cuda->runtime) > std::stod(*cuda->driver) + 1e-9;
+    out.push_back({"CUDA runtime vs driver", newer ? "fail" : "pass",
+                   fmt::format("runtime {}, driver supports {}; {} device(s) usable", cuda->runtime.value_or("?"),
+                               cuda->driver.value_or("?"), cuda->devices),
+                   newer ? "update the NVIDIA driver, or use a build for the driver's CUDA version" : ""});
+  } else {
+    out.push_back({"CUDA runtime vs driver", gpuCount ? "fail" : "warn",
+                   fmt::format("runtime {}, no usable device: {}", cuda->runtime.value_or("?"),
+                               cuda->error.empty() ? "cudaGetDeviceCount is 0" : cuda->error),
+                   gpuCount ? "the driver is older than the runtime or not loaded: update it (nvidia-smi shows its CUDA version)"
+                            : "expected without a GPU"});
+  }
+  return out;
+}
+
+std::vector<Check> softwareChecks(const Environment& environment, int gpuCount, std::string& mpirun) {
+  std::vector<Check> out;
+  if (auto nccl = probe::ncclVersion()) {
+    int major = 0, minor = 0;
+    std::sscanf(nccl->c_str(), "%d.%d", &major, &minor);
+    bool old = major == 2 && minor < 19;
+    out.push_back({"NCCL", old ? "warn" : "pass", "NCCL " + *nccl + (old ? ": older than 2.19, which eRDMA needs" : ""),
+                   old ? "use NCCL >= 2.19 on ERI/eRDMA instances" : ""});
+  } else {
+    out.push_back({"NCCL", gpuCount ? "fail" : "info", "libnccl.so.2 not found", gpuCount ? "install NCCL (libnccl2) for multi-GPU training" : ""});
+  }
+  if (auto torch = probe::libtorch()) {
+    bool cpuOnlyOnGpus = gpuCount > 0 && !torch->cuda;
+    out.push_back({"LibTorch", cpuOnlyOnGpus ? "warn" : "pass",
+                   fmt::format("LibTorch {} ({}) in {}", torch->version, torch->cuda ? "with CUDA" : "CPU only", torch->dir),
+                   cpuOnlyOnGpus ? "this LibTorch has no CUDA: use a CUDA build to train on the GPUs" : ""});
+  } else {
+    out.push_back({"LibTorch", "warn", "TorchConfig.cmake not found: train and the gloo backend need LibTorch",
+                   "apt-get install libtorch-dev (CPU) or unpack a CUDA LibTorch and set Torch_DIR"});
+  }
+  try {
+    mpirun = resolveExecutable("mpirun", environment);
+    auto version = probe::openMpiVersion(mpirun);
+    out.push_back({"Open MPI", version ? "pass" : "warn",
+                   version ? fmt::format("Open MPI {} ({})", *version, mpirun) : fmt::format("{} is not Open MPI's", mpirun),
+                   version ? "" : "ddprun starts ranks with Open MPI's mpirun: apt-get install openmpi-bin"});
+  } catch (const ConfigError&) {
+    out.push_back({"Open MPI", "fail", "mpirun not found on PATH", "apt-get install openmpi-bin libopenmpi-dev"});
+  }
+  return out;
+}
+
+std::vector<Check> systemChecks() {
+  std::vector<Check> out;
+  std::string ifs;
+  for (const auto& i : comm::listInterfaces())
+    if (!i.loopback) ifs += (ifs.empty() ? "" : ", ") + i.name + " " + i.address;
+  out.push_back({"network interfaces", ifs.empty() ? "warn" : "pass", ifs.empty() ? "only loopback: one host only" : ifs,
+                 ifs.empty() ? "multi-host jobs need an interface the hosts share (NCCL_SOCKET_IFNAME / DDP_GLOO_IFNAME choose it)" : ""});
+
+  std::string rdma;
+  bool erdma = false;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/sys/class/infiniband", ec)) {
+    const auto name = e.path().filename().string();
+    erdma = erdma || name.rfind("erdma", 0) == 0;
+    rdma += (rdma.empty() ? "" : ", ") + name;
+  }
+  if (rdma.empty())
+    out.push_back({"RDMA devices", "info", "no InfiniBand / RoCE / eRDMA device (/sys/class/infiniband): NCCL uses TCP sockets between hosts",
+                   "for multi-node training choose an instance with ERI/eRDMA or InfiniBand and install rdma-core; one-host jobs are not affected"});
+  else
+    out.push_back({"RDMA devices", "pass", rdma + (erdma ? " (eRDMA: NCCL >= 2.19, NCCL_IB_HCA=erdma)" : ""), ""});
+
+  struct statvfs shm {};
+  if (::statvfs("/dev/shm", &shm) != 0) {
+    out.push_back({"/dev/shm", "fail", "no /dev/shm", "mount a tmpfs on /dev/shm (docker: --shm-size=16g)"});
+  } else {
+    const double gib = static_cast<double>(shm.f_blocks) * shm.f_frsize / (1ull << 30);
+    out.push_back({"/dev/shm", gib < 1 ? "warn" : "pass", fmt::format("{:.1f} GiB", gib),
+                   gib < 1 ? "NCCL's SHM transport and data loaders need more: docker --shm-size=16g (or --ipc=host)" : ""});
+  }
+  struct rlimit lim {};
+  ::getrlimit(RLIMIT_MEMLOCK, &lim);
+  const bool unlimited = lim.rlim_cur == RLIM_INFINITY;
+  out.push_back({"ulimit -l", unlimited ? "pass" : "warn",
+                 unlimited ? "unlimited" : fmt::format("{} KiB of locked memory", lim.rlim_cur / 1024),
+                 unlimited ? "" : "RDMA (InfiniBand, eRDMA) registers memory: ulimit -l unlimited (docker --ulimit memlock=-1)"});
+  return out;
+}
+
+std::vector<Check> allreduceChecks(const Environment& environment, const std::string& mpirun, int gpuCount) {
+  std::vector<Check> out;
+  if (mpirun.empty()) return out;
+  auto bench = findDdpbench(environment);
+  if (!bench) {
+    out.push_back({"allreduce", "warn", "ddpbench not found beside ddprun or on PATH: no test allreduce", ""});
+    return out;
+  }
+  auto list = runCapture({*bench, "--list-backends"}, 30);
+  std::map<std::string, std::string> rootEnv;
+  if (::geteuid() == 0) rootEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  std::istringstream names(list.output);
+  for (std::string backend; std::getline(names, backend);) {
+    if (backend.empty()) continue;
+    const std::string name = "allreduce " + backend + ", 2 ranks";
+    if (backend == "nccl" && gpuCount < 2) {
+      out.push_back({name, "info", gpuCount ? "needs 2 GPUs (NCCL refuses two ranks on one GPU)" : "skipped: no GPU", ""});
+      continue;
+    }
+    auto c = runCapture({mpirun, "-np", "2", "--oversubscribe", "--bind-to", "none", *bench, "--backend", backend, "--op",
+                         "allreduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "-c", "1"},
+                        60, rootEnv);
+    const bool ok = !c.timedOut && !c.status.failed() && c.output.find("Out of bounds values : 0 OK") != std::string::npos;
+    std::string why = c.timedOut ? "timed out after 60 s" : firstLine(c.output, "ddpbench:");
+    if (why.empty()) why = firstLine(c.output);
+    out.push_back({name, ok ? "pass" : "fail", ok ? "1 KiB allreduce correct on both ranks" : why,
+                   ok ? "" : fmt::format("run it by hand: mpirun -np 2 {} --backend {} -b 1K -e 1K -c 1", *bench, backend)});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string renderChecks(const std::vector<Check>& checks) {
+  std::string out;
+  for (const auto& c : checks) {
+    out += fmt::format("{:<5} {:<26} {}\n", c.status, c.name, c.detail);
+    if (!c.fix.empty()) out += fmt::format("{:<33}fix: {}\n", "", c.fix);
+  }
+  return out;
+}
+
+int runDoctor(const std::vector<std::string>& args) {
+  CLI::App app{"ddprun doctor: what this machine can run, as pass / warn / fail with the fix for each.\n"
+               "Example: ddprun doctor --json",
+               "ddprun doctor"};
+  bool json = false, noAllreduce = false;
+  app.add_flag("--json", json, "Print the checks as JSON");
+  app.add_flag("--no-allreduce", noAllreduce, "Skip the test allreduce per backend");
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ddprun doctor: " << e.what() << " (see ddprun doctor --help)\n";
+    return 2;
+  }
+  const auto environment = Environment::fromProcess();
+  int gpuCount = 0;
+  std::string mpirun;
+  std::vector<Check> checks = gpuChecks(gpuCount);
+  for (auto& c : softwareChecks(environment, gpuCount, mpirun)) checks.push_back(std::move(c));
+  for (auto& c : systemChecks()) checks.push_back(std::move(c));
+  if (!noAllreduce)
+    for (auto& c : allreduceChecks(environment, mpirun, gpuCount)) checks.push_back(std::move(c));
+  const bool failed = std::any_of(checks.begin(), checks.end(), [](const Check& c) { return c.status == "fail"; });
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& c : checks) j.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << renderChecks(checks);
+    std::cout << (gpuCount ? fmt::format("\n{} GPU(s): multi-GPU training with the nccl backend.\n", gpuCount)
+                           : "\nNo GPU: ddprun, train, ddpbench and ddprof work here on the CPU (gloo and mpi backends); "
+                             "the nccl backend needs a GPU machine.\n");
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace ddp::launcher

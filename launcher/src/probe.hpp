@@ -1,0 +1,37 @@
+#pragma once
+// What is installed on this host, found without linking it: versions for run.json and the
+// checks of `ddprun doctor`. Each probe is quick and never throws; nullopt means "not found".
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddp::launcher::probe {
+
+// "4.1.4" from `mpirun --version`.
+std::optional<std::string> openMpiVersion(const std::string& mpirun);
+// "2.28.9" from ncclGetVersion in libnccl.so.2 (dlopen).
+std::optional<std::string> ncclVersion();
+// The CUDA runtime's and the driver's versions ("13.0") through libcudart (dlopen), and
+// cudaGetDeviceCount's answer (an error text when it fails).
+struct CudaInfo {
+  std::optional<std::string> runtime, driver;
+  int devices = 0;
+  std::string error;  // why no device is usable, from the runtime
+};
+std::optional<CudaInfo> cuda();
+// NVML (libnvidia-ml.so.1): the driver version and one line per GPU ("0: NVIDIA H200, 143771 MiB").
+struct GpuInfo {
+  std::string driver;
+  std::vector<std::string> gpus;
+  std::string source;  // "NVML" or "nvidia-smi"
+};
+std::optional<GpuInfo> gpus();
+// LibTorch: its version (TorchConfigVersion.cmake) and whether libtorch_cuda is beside it.
+struct TorchInfo {
+  std::string version, dir;
+  bool cuda = false;
+};
+std::optional<TorchInfo> libtorch();
+
+}  // namespace ddp::launcher::probe

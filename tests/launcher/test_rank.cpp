@@ -1,0 +1,161 @@
+// The rank contract, the exit records, the culprit rule, the secret filter and the control
+// messages (launcher/include/ddp/launcher/rank.hpp).
+#include "ddp/comm/error.hpp"
+#include "ddp/launcher/process.hpp"
+#include "ddp/launcher/rank.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+using namespace ddp::launcher;
+using Vars = std::map<std::string, std::string, std::less<>>;
+
+TEST_CASE("rank identity from Open MPI, Slurm or torchrun variables", "[launcher][rank]") {
+  auto ompi = rankIdentityFrom(ddp::Environment(Vars{{"OMPI_COMM_WORLD_RANK", "5"},
+                                                     {"OMPI_COMM_WORLD_SIZE", "8"},
+                                                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                                                     {"RANK", "0"}}));
+  REQUIRE(ompi);
+  CHECK(ompi->rank == 5);
+  CHECK(ompi->worldSize == 8);
+  CHECK(ompi->localRank == 1);
+  CHECK(ompi->localWorldSize == 4);
+  CHECK_FALSE(ompi->nodeRank);  // Open MPI does not say; ddprun's rendezvous does
+
+  auto slurm = rankIdentityFrom(ddp::Environment(Vars{{"SLURM_PROCID", "6"},
+                                                      {"SLURM_NTASKS", "7"},
+                                                      {"SLURM_LOCALID", "0"},
+                                                      {"SLURM_NODEID", "3"},
+                                                      {"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"}}));
+  REQUIRE(slurm);
+  CHECK(slurm->rank == 6);
+  CHECK(slurm->worldSize == 7);
+  CHECK(slurm->localWorldSize == 1);
+  CHECK(slurm->nodeRank == 3);
+
+  auto torchrun = rankIdentityFrom(ddp::Environment(Vars{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"NODE_RANK", "1"}}));
+  REQUIRE(torchrun);
+  CHECK(torchrun->rank == 1);
+  CHECK(torchrun->nodeRank == 1);
+
+  CHECK_FALSE(rankIdentityFrom(ddp::Environment()));
+  CHECK_THROWS_WITH(rankIdentityFrom(ddp::Environment(Vars{{"OMPI_COMM_WORLD_RANK", "x"}})),
+                    Catch::Contains("OMPI_COMM_WORLD_RANK"));
+  CHECK_THROWS_WITH(rankIdentityFrom(ddp::Environment(Vars{{"RANK", "4"}, {"WORLD_SIZE", "4"}})),
+                    Catch::Contains("not below"));
+}
+
+TEST_CASE("the rank environment, with CUDA_VISIBLE_DEVICES by local rank", "[launcher][rank]") {
+  RankIdentity id{6, 8, 2, 4, std::nullopt};
+  auto env = rankEnvironment(id, 1, 2, ddp::Environment(), 4, true);
+  CHECK(env.at("RANK") == "6");
+  CHECK(env.at("WORLD_SIZE") == "8");
+  CHECK(env.at("LOCAL_RANK") == "2");
+  CHECK(env.at("LOCAL_WORLD_SIZE") == "4");
+  CHECK(env.at("NODE_RANK") == "1");
+  CHECK(env.at("GROUP_RANK") == "1");
+  CHECK(env.at("GROUP_WORLD_SIZE") == "2");
+  CHECK(env.at("CUDA_VISIBLE_DEVICES") == "2");
+  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(), 2, true).at("CUDA_VISIBLE_DEVICES") == "0");
+  // No GPU, binding off, or the user chose: left alone.
+  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(), 0, true).count("CUDA_VISIBLE_DEVICES") == 0);
+  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(), 4, false).count("CUDA_VISIBLE_DEVICES") == 0);
+  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(Vars{{"CUDA_VISIBLE_DEVICES", "3,1"}}), 4, true)
+            .count("CUDA_VISIBLE_DEVICES") == 0);
+}
+
+TEST_CASE("output modes", "[launcher][rank]") {
+  CHECK(parseOutputMode("tag", "x").shows(3));
+  auto one = parseOutputMode("rank:2", "x");
+  CHECK(one.shows(2));
+  CHECK_FALSE(one.shows(0));
+  CHECK_FALSE(parseOutputMode("quiet", "x").shows(0));
+  for (const char* bad : {"rank", "rank:-1", "rank:a", "loud"})
+    CHECK_THROWS_AS(parseOutputMode(bad, "--output"), ddp::ConfigError);
+}
+
+TEST_CASE("exit records round-trip and name the culprit: the earliest to fail on its own", "[launcher][rank]") {
+  auto record = [](int rank, std::optional<int> code, std::optional<int> sig, int64_t end, bool stopped) {
+    RankRecord r;
+    r.rank = rank;
+    r.host = "h";
+    r.exitCode = code;
+    r.signal = sig;
+    r.endUnixUs = end;
+    r.stopRequested = stopped;
+    r.started = true;
+    return r;
+  };
+  std::vector<RankRecord> records{record(0, std::nullopt, SIGTERM, 900, true),  // stopped: collateral
+                                  record(1, 0, std::nullopt, 100, false),
+                                  record(2, 7, std::nullopt, 500, false),      // the first failure
+                                  record(3, 1, std::nullopt, 600, false)};     // failed later on its own
+  CHECK(findCulprit(records) == 2);
+  records[3].endUnixUs = 500;  // a tie goes to the lower rank
+  records[2].rank = 4;
+  CHECK(findCulprit(records) == 3);
+  CHECK_FALSE(findCulprit({record(0, 0, std::nullopt, 1, false), record(1, std::nullopt, SIGTERM, 2, true)}));
+
+  auto r = record(2, std::nullopt, SIGKILL, 500, false);
+  r.status = "culprit";
+  r.peakRssKb = 1234;
+  auto back = rankRecordFromJson(toJson(r), "x");
+  CHECK(back.rank == 2);
+  CHECK(back.signal == SIGKILL);
+  CHECK_FALSE(back.exitCode);
+  CHECK(back.peakRssKb == 1234);
+  CHECK(back.status == "culprit");
+  CHECK(toJson(r)["culprit"] == true);
+  CHECK_THROWS_WITH(rankRecordFromJson(nlohmann::json::parse(R"({"host":"h"})"), "ranks/x.exit.json"),
+                    Catch::Contains("ranks/x.exit.json"));
+  CHECK(rankFile("/run", 12, ".log") == "/run/ranks/rank-00012.log");
+}
+
+TEST_CASE("nothing that looks like a secret is kept", "[launcher][rank]") {
+  for (const char* name : {"HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "db_password", "GITHUB_AUTH", "MY_PRIVATE_THING",
+                           "DDPRUN_CONTROL_TOKEN", "OPENAI_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"})
+    CHECK(looksSecret(name));
+  for (const char* name : {"PATH", "HOME", "NCCL_DEBUG", "MASTER_PORT", "CUDA_VISIBLE_DEVICES"}) CHECK_FALSE(looksSecret(name));
+  auto kept = withoutSecrets(Vars{{"PATH", "/bin"}, {"HF_TOKEN", "hf_x"}});
+  CHECK(kept.size() == 1);
+  CHECK(kept.count("PATH") == 1);
+}
+
+TEST_CASE("control messages", "[launcher][rank]") {
+  auto hello = parseHello(formatHello({"t0k", 3, 4242, "node-1"}));
+  REQUIRE(hello);
+  CHECK(hello->token == "t0k");
+  CHECK(hello->rank == 3);
+  CHECK(hello->pid == 4242);
+  CHECK(hello->host == "node-1");
+  CHECK_FALSE(parseHello("hello t0k"));
+  CHECK_FALSE(parseHello("exit {}"));
+  CHECK_FALSE(parseHello("hello t -1 5 h"));
+}
+
+TEST_CASE("exit statuses as a shell reports them", "[launcher][process]") {
+  ExitStatus code{7, std::nullopt, 0};
+  CHECK(code.shellCode() == 7);
+  CHECK(code.describe() == "exit code 7");
+  ExitStatus sig{std::nullopt, SIGSEGV, 0};
+  CHECK(sig.shellCode() == 139);
+  CHECK(sig.describe() == "killed by SIGSEGV");
+  CHECK(signalName(SIGKILL) == "SIGKILL");
+}
+
+TEST_CASE("the process runner: argv without a shell, PATH lookup, exec errors", "[launcher][process]") {
+  auto echo = runCapture({"printf", "%s|", "a b", "$HOME", "'q'", ";x"}, 10);
+  CHECK(echo.output == "a b|$HOME|'q'|;x|");
+  CHECK_FALSE(echo.status.failed());
+  auto env = runCapture({"sh", "-c", "echo $DDP_TEST_VAR"}, 10, {{"DDP_TEST_VAR", "v 1"}});
+  CHECK(env.output == "v 1\n");
+  auto killed = runCapture({"sh", "-c", "kill -SEGV $$"}, 10);
+  CHECK(killed.status.signal == SIGSEGV);
+  auto slow = runCapture({"sleep", "10"}, 0.2);
+  CHECK(slow.timedOut);
+  CHECK_THROWS_WITH(runCapture({"no-such-program-ddp"}, 1), Catch::Contains("not found on PATH"));
+  CHECK_THROWS_WITH(resolveExecutable("/etc/passwd", ddp::Environment()), Catch::Contains("not executable"));
+  CHECK_THROWS_WITH(resolveExecutable("/", ddp::Environment()), Catch::Contains("is a directory"));
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# launcher-check.sh MODE: ddprun end to end, with real processes under mpirun (DDPRUN in the
+# environment; TRAIN for the train mode).
+#   env      every rank once with the right RANK/WORLD_SIZE/LOCAL_RANK/NODE_RANK/MASTER_*, and
+#            arguments with spaces, quotes, ';' and '$' reach the program unchanged
+#   torch    a PyTorch DDP script (gloo, init_method="env://") runs unchanged
+#   fail     rank 2 of 4 exits 7: exit 7 within seconds, rank 2 the culprit, the rest
+#            collateral, no process of the job left
+#   signals  a rank killed by SIGKILL and one by SIGSEGV are reported as signals (137, 139)
+#   sigint   SIGINT to ddprun mid-run: exit 130, every rank stopped, no process left (a rank that
+#            ignores SIGTERM is killed after the grace period)
+#   train    train under ddprun -np 4 --profile writes its timings and the report into the run dir
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+field() { /usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k if not k.isdigit() else int(k)] for k in sys.argv[2:]]; print(v)' "$@"; }
+# No process of the run is left: neither a program pid from the exit records nor any member of
+# its process group (zombies waiting for init to reap them are dead and do not count).
+alive_in_group() { ps -eo pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/' | grep -q .; }
+nothing_left() {
+  local run=$1 pid
+  for rec in "$run"/ranks/*.exit.json; do
+    pid=$(field "$rec" pid)
+    [[ $pid -gt 0 ]] || continue
+    if ps -o stat= -p "$pid" | grep -qv '^Z'; then fail "program pid $pid of $(basename "$rec") is still alive"; fi
+    if alive_in_group "$pid"; then fail "process group $pid of $(basename "$rec") still has members"; fi
+  done
+}
+
+case $1 in
+  env)
+    "$DDPRUN" --run-dir "$work/run" -np 4 -- sh -c 'echo "rank $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK $MASTER_ADDR $MASTER_PORT"; printf "<%s>" "$@"; echo' \
+      sh "a b" "it's" '"dq"' 'x;y' '$HOME' '' >out.txt
+    cat out.txt
+    port=$(field "$work/run/run.json" master_port)
+    for r in 0 1 2 3; do
+      [[ $(grep -c "^\[[^]]*:$r\] rank $r 4 $r 4 0 127.0.0.1 $port\$" out.txt) == 1 ]] || fail "rank $r's line is missing or wrong"
+      grep -qx "<a b><it's><\"dq\"><x;y><\$HOME><>" "$work/run/ranks/rank-0000$r.log" || fail "rank $r got other arguments"
+    done
+    [[ $(grep -c '^\[' out.txt) == 8 ]] || fail "expected 8 tagged lines"
+    [[ $(field "$work/run/run.json" status) == succeeded ]] || fail "run.json status" ;;
+  torch)
+    "$DDPRUN" --run-dir "$work/run" -np 2 /usr/bin/python3 "$here/torch_ddp_env.py" | tee out.txt
+    for r in 0 1; do grep -q "torch-ddp rank $r/2 local_rank $r parameters identical: True" out.txt || fail "rank $r"; done ;;
+  fail)
+    start=$(date +%s.%N)
+    set +e
+    "$DDPRUN" --run-dir "$work/run" -np 4 -- sh -c 'if [ "$RANK" = 2 ]; then sleep 1; echo "rank 2 gives up" >&2; exit 7; fi; exec sleep 60' 2>err.txt
+    code=$?
+    set -e
+    cat err.txt
+    seconds=$(echo "$(date +%s.%N) - $start" | bc)
+    echo "exit $code after $seconds s"
+    [[ $code == 7 ]] || fail "ddprun exited $code, not 7"
+    (($(echo "$seconds < 10" | bc))) || fail "took $seconds s"
+    grep -q "rank 2 on .* failed first: exit code 7" err.txt || fail "culprit line"
+    grep -q "rank 2 gives up" err.txt || fail "the culprit's last log lines"
+    grep -q "rank(s) 0, 1, 3 were stopped because of it (collateral" err.txt || fail "collateral line"
+    [[ $(field "$work/run/run.json" culprit) == 2 ]] || fail "run.json culprit"
+    [[ $(field "$work/run/ranks/rank-00002.exit.json" status) == culprit ]] || fail "rank 2 status"
+    for r in 0 1 3; do [[ $(field "$work/run/ranks/rank-0000$r.exit.json" status) == collateral ]] || fail "rank $r status"; done
+    nothing_left "$work/run" ;;
+  signals)
+    set +e
+    "$DDPRUN" --run-dir "$work/kill" -np 3 -- sh -c 'if [ "$RANK" = 1 ]; then kill -KILL $$; fi; exec sleep 60' 2>err1.txt
+    c1=$?
+    "$DDPRUN" --run-dir "$work/segv" -np 2 -- sh -c 'if [ "$RANK" = 0 ]; then sleep 0.5; kill -SEGV $$; fi; exec sleep 60' 2>err2.txt
+    c2=$?
+    set -e
+    cat err1.txt err2.txt
+    [[ $c1 == 137 && $c2 == 139 ]] || fail "exit codes $c1 $c2, not 137 139"
+    grep -q "rank 1 on .* failed first: killed by SIGKILL: out of memory?" err1.txt || fail "SIGKILL report"
+    grep -q "rank 0 on .* failed first: killed by SIGSEGV" err2.txt || fail "SIGSEGV report"
+    [[ $(field "$work/kill/ranks/rank-00001.exit.json" signal) == 9 ]] || fail "rank 1 signal"
+    [[ $(field "$work/segv/ranks/rank-00000.exit.json" signal) == 11 ]] || fail "rank 0 signal"
+    nothing_left "$work/kill"
+    nothing_left "$work/segv" ;;
+  sigint)
+    set +e
+    "$DDPRUN" --run-dir "$work/run" --grace 1 -np 3 -- sh -c 'trap "" TERM; echo ready; sleep 60; sleep 60' 2>err.txt &
+    ddprun=$!
+    for _ in $(seq 100); do
+      [[ $(cat "$work"/run/ranks/*.log 2>/dev/null | grep -c ready) == 3 ]] && break
+      sleep 0.1
+    done
+    kill -INT $ddprun
+    wait $ddprun
+    code=$?
+    set -e
+    cat err.txt
+    [[ $code == 130 ]] || fail "ddprun exited $code after SIGINT, not 130"
+    [[ $(field "$work/run/run.json" status) == interrupted ]] || fail "run.json status"
+    for r in 0 1 2; do [[ $(field "$work/run/ranks/rank-0000$r.exit.json" signal) == 9 ]] || fail "rank $r was not killed after the grace period"; done
+    nothing_left "$work/run" ;;
+  train)
+    "$DDPRUN" --profile --output rank:0 --run-dir "$work/run" -np 4 "$TRAIN" --model mlp --steps 20 --log-every 10 | tee out.txt
+    for r in 0 1 2 3; do
+      [[ $(wc -l <"$work/run/timings/rank-0000$r.jsonl") == 20 ]] || fail "rank $r's timings"
+    done
+    [[ $(grep -c '^\[' out.txt) -ge 3 ]] && ! grep -q '^\[[^]]*:[123]\]' out.txt || fail "--output rank:0 showed other ranks"
+    grep -q "^ddprof report: $work/run" out.txt || fail "no report printed"
+    test -s "$work/run/report.json"
+    [[ $(field "$work/run/run.json" np) == 4 ]] || fail "run.json np" ;;
+  *) echo "unknown mode $1"; exit 2 ;;
+esac
+echo "launcher-check $1: ok"

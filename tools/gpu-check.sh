@@ -13,6 +13,9 @@
 #   torch      PyTorch's own DDP over NCCL (bench/torch_ddp_train.py ... cuda), NCCL_DEBUG=INFO
 #   build      ddpbench and train built there, against that machine's PyTorch, CUDA and NCCL
 #   train      train --device cuda --backend nccl (fp32 and --amp) in a run directory with timings
+#   ddprun     ddprun doctor on a GPU machine, and ddprun --profile -np 1 train --device cuda
+#
+# GPU_CHECK_ONLY="build ddprun" runs only the steps named.
 #
 # ddpbench comes from DDPBENCH (default: .devkit/bin/ddpbench, a build of this machine's kind)
 # or from the build step. A kit from a Debian machine can fill what the GPU machine lacks,
@@ -32,6 +35,7 @@ pack() { tar -C /tmp -czf "$out/gpu-check.tar.gz.tmp" gpu-check && mv "$out/gpu-
 # fewer than NEEDED_S seconds of the budget are left.
 step() {
   local name=$1 limit=$2 needed=$3; shift 3
+  if [[ -n ${GPU_CHECK_ONLY:-} && " $GPU_CHECK_ONLY " != *" ${name%%-*} "* ]]; then return 0; fi
   if (( budget - SECONDS < needed )); then
     echo "== $name: skipped, $((budget - SECONDS)) s of the budget left" | tee "$work/$name.log"
     return 1
@@ -103,7 +107,7 @@ build() {
     -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
     -DNCCL_HOME="$(dirname "$(dirname "$nccl_lib")")" -DNCCL_LIBRARY="$nccl_lib" \
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc &&
-  ninja -C /tmp/build-gpu -j"$(nproc)" -k 0 ddpbench train
+  ninja -C /tmp/build-gpu -j"$(nproc)" -k 0 ddpbench train ddprun
 }
 export -f build
 export root nccl_lib
@@ -122,7 +126,7 @@ step duplicate 60 20 env NCCL_DEBUG=WARN "$mpi" 2 "$bench" --backend nccl --op a
 step torch 150 40 env "${nccl_info[@]}" NCCL_DEBUG_FILE="$work/nccl/torch-np1.%h.%p.log" \
   python3 bench/torch_ddp_train.py resnet18 1 128 60 cuda
 
-train=/tmp/build-gpu/examples/train/train
+train=/tmp/build-gpu/examples/train
 if [[ -x $train ]]; then
   for variant in fp32 amp; do
     amp=(); [[ $variant == amp ]] && amp=(--amp)
@@ -131,6 +135,15 @@ if [[ -x $train ]]; then
     step "train-$variant" 90 40 env "${nccl_info[@]}" NCCL_DEBUG_FILE="$run/nccl/%h.%p.log" DDPRUN_RUN_DIR="$run" \
       "$mpi" 1 "$train" --model resnet18 --batch-size 128 --steps 60 --device cuda --backend nccl "${amp[@]}"
   done
+fi
+ddprun=/tmp/build-gpu/launcher/ddprun
+if [[ -x $ddprun && -x $train ]]; then
+  step ddprun-doctor 60 20 bash -c "'$ddprun' doctor; '$ddprun' doctor --json --no-allreduce > '$work/doctor.json'"
+  step ddprun-train 120 40 env PATH="$(dirname "$mpirun"):$PATH" LD_LIBRARY_PATH="$libs" \
+    "$ddprun" --profile --run-dir "$work/ddprun-resnet18" -np 1 "$train" --model resnet18 --batch-size 128 --steps 30 \
+    --device cuda --backend nccl
+  step ddprun-binding 30 10 env LD_LIBRARY_PATH="$libs" \
+    "$ddprun" --run-dir "$work/ddprun-binding" -np 2 -- sh -c 'echo "rank $RANK local $LOCAL_RANK CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"'
 fi
 echo "== done in $SECONDS s"
 pack

@@ -2,7 +2,10 @@
 
 #include "ddp/comm/error.hpp"
 
+#include <fmt/format.h>
 #include <mpi.h>
+
+#include <cstring>
 
 #include <mutex>
 
@@ -78,3 +81,21 @@ MpiSession::~MpiSession() {
 }
 
 }  // namespace ddp::comm
+
+// Here, not in error.cpp, so that programs which only use errors (ddprun) need no libmpi.
+namespace ddp {
+namespace detail {
+
+void throwMpiError(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) {
+    std::strncpy(text, "unknown MPI error", sizeof(text) - 1);
+  }
+  const char* base = std::strrchr(file, '/');
+  throw CommError(fmt::format("{}:{}: {} failed: {}", base != nullptr ? base + 1 : file, line,
+                              call, text));
+}
+
+}  // namespace detail
+}  // namespace ddp

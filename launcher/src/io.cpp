@@ -120,6 +120,8 @@ int connectTcp(const std::string& host, int port, double timeoutS, std::string& 
     addrinfo hints{};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
+    in_addr numeric{};
+    if (::inet_pton(AF_INET, host.c_str(), &numeric) == 1) hints.ai_flags = AI_NUMERICHOST;  // no resolver round trip
     addrinfo* res = nullptr;
     int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
     if (rc != 0) {

@@ -10,6 +10,8 @@
 #   sigint   SIGINT to ddprun mid-run: exit 130, every rank stopped, no process left (a rank that
 #            ignores SIGTERM is killed after the grace period)
 #   train    train under ddprun -np 4 --profile writes its timings and the report into the run dir
+#   doctor   ddprun doctor --json: every check present; the GPU verdict matches /dev/nvidia*; the
+#            test allreduce passes on the mpi backend
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
@@ -104,6 +106,28 @@ case $1 in
     grep -q "^ddprof report: $work/run" out.txt || fail "no report printed"
     test -s "$work/run/report.json"
     [[ $(field "$work/run/run.json" np) == 4 ]] || fail "run.json np" ;;
+  doctor)
+    set +e
+    "$DDPRUN" doctor --json >doctor.json
+    code=$?
+    set -e
+    cat doctor.json
+    /usr/bin/python3 - doctor.json "$code" <<'PY' || fail "doctor's verdicts"
+import glob, json, re, sys
+checks = {c["name"]: c for c in json.load(open(sys.argv[1]))}
+code = int(sys.argv[2])
+for name in ["GPUs and driver", "NCCL", "LibTorch", "Open MPI", "network interfaces", "RDMA devices", "/dev/shm",
+             "ulimit -l", "allreduce mpi, 2 ranks"]:
+    assert name in checks, f"missing check {name}"
+gpus = [d for d in glob.glob("/dev/nvidia*") if re.fullmatch(r"/dev/nvidia\d+", d)]
+assert (checks["GPUs and driver"]["status"] == "pass") == bool(gpus), checks["GPUs and driver"]
+if not gpus:
+    assert "no NVIDIA GPU" in checks["GPUs and driver"]["detail"]
+assert checks["allreduce mpi, 2 ranks"]["status"] == "pass", checks["allreduce mpi, 2 ranks"]
+assert checks["Open MPI"]["status"] == "pass"
+assert code == (1 if any(c["status"] == "fail" for c in checks.values()) else 0)
+PY
+    ;;
   *) echo "unknown mode $1"; exit 2 ;;
 esac
 echo "launcher-check $1: ok"

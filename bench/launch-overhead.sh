@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# launch-overhead.sh [OUT_DIR] [RUNS]: the wall time to start and finish 4 ranks of a program that
+# does nothing: `ddprun -np 4 /bin/true` against `mpirun -np 4 /bin/true` and against torchrun
+# (Debian's python3-torch, `python3 -m torch.distributed.run --nproc_per_node 4` on a script that
+# only imports nothing and exits), interleaved, RUNS times each (default 15), median.
+# Writes its section of docs/benchmarks.md.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DDP_BUILD_DIR:-$root/build}
+out=${1:-$root/bench/results}
+runs=${2:-15}
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo 'pass' >"$work/trivial.py"
+results=$out/launch-overhead.jsonl
+: >"$results"
+seconds() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; e=$(date +%s%N); echo "$(( (e - s) / 1000 ))"; }
+for i in $(seq "$runs"); do
+  m=$(seconds mpirun -np 4 --oversubscribe --bind-to none /bin/true)
+  d=$(seconds "$build/launcher/ddprun" --log-level error --run-dir "$work/run-$i" -np 4 /bin/true)
+  t=$(seconds /usr/bin/python3 -m torch.distributed.run --nproc_per_node 4 --log_dir "$work/torchrun-$i" \
+        --redirects 1 --tee 1 "$work/trivial.py")
+  echo "{\"run\": $i, \"mpirun_us\": $m, \"ddprun_us\": $d, \"torchrun_us\": $t}" | tee -a "$results"
+done
+/usr/bin/python3 - "$results" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" launch-overhead
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+med = {k: statistics.median(r[k] for r in rows) / 1000 for k in ("mpirun_us", "ddprun_us", "torchrun_us")}
+ratio = med["ddprun_us"] / med["mpirun_us"]
+print("## Launch overhead (`bench/launch-overhead.sh`)\n")
+print(f"4 ranks of a program that does nothing, started and finished; {len(rows)} interleaved runs of each, median wall time.")
+print("ddprun adds its worker per rank, the control-socket rendezvous, the rank logs and exit records, and run.json")
+print("(versions probed in a thread while the job runs) on top of the mpirun it starts.\n")
+print("| launcher | median | vs mpirun |")
+print("|---|---:|---:|")
+print(f"| `mpirun -np 4 /bin/true` | {med['mpirun_us']:.0f} ms | 1.00× |")
+print(f"| `ddprun -np 4 /bin/true` | {med['ddprun_us']:.0f} ms | **{ratio:.2f}×** |")
+print(f"| `torchrun --nproc_per_node 4 trivial.py` (python3-torch 1.13) | {med['torchrun_us']:.0f} ms | "
+      f"{med['torchrun_us'] / med['mpirun_us']:.2f}× |")
+print(f"\nTarget: ddprun ≤ 1.15× mpirun — {'met' if ratio <= 1.15 else 'missed'} ({ratio:.2f}×).")
+PY

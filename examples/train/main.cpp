@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
 
   app.add_option("--fault", o.faults, "Inject a fault, RANK:STEP:KIND[:ARG]: exit[:CODE], segv, kill, hang, "
                  "slow:MS (per step from STEP), data:MS (added to the data phase); repeatable");
+  app.add_flag("--fault-once", o.faultOnce, "Faults fire only on a job's first attempt (ddprun --max-restarts sets DDPRUN_ATTEMPT)");
   const bool first = ddp::comm::isFirstRankProcess();
   try {
     app.parse(argc, argv);

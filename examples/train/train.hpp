@@ -42,6 +42,7 @@ struct TrainOptions {
   std::string timings;              // timings file; empty: $DDPRUN_RUN_DIR/timings/rank-NNNNN.jsonl
   int64_t logEvery = 0;             // 0: about ten progress lines
   std::vector<std::string> faults;  // --fault RANK:STEP:KIND[:ARG] (docs/train.md)
+  bool faultOnce = false;           // --fault-once: only on the first attempt (DDPRUN_ATTEMPT unset or 0)
 };
 
 // An injected fault: from step `step` on, rank `rank` misbehaves (docs/train.md).

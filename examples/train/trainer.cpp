@@ -213,6 +213,8 @@ int runTraining(const TrainOptions& o) {
   // Everything a user can get wrong is checked before the first collective.
   std::vector<Fault> faults;
   for (const auto& spec : o.faults) faults.push_back(parseFault(spec));
+  const auto attempt = ddp::Environment::fromProcess().getInt(ddp::env::kAttempt, 0, 1 << 20).value_or(0);
+  if (o.faultOnce && attempt > 0) faults.clear();
   auto dataset = openDataset(o.data, o.model, o.syntheticSize, o.seed);
   ShardSampler sampler(dataset->size(), o.batchSize, o.accumulate, world.size, o.seed);
   const int64_t totalSteps = o.steps > 0 ? o.steps : o.epochs * sampler.stepsPerEpoch();

@@ -85,7 +85,7 @@ class Job {
     if (dash != plan.argv.end() && dash + 1 != plan.argv.end()) program_.assign(dash + 2, plan.argv.end());
   }
 
-  int run();
+  JobOutcome run();
 
  private:
   void say(Verbosity level, const std::string& text) const {
@@ -95,7 +95,7 @@ class Job {
   void onLine(Peer& peer, const std::string& line);
   void beginTeardown(const std::string& reason);
   void killEverything();
-  int finish();
+  JobOutcome finish();
   void writeManifest(const std::string& status, const json& extra);
 
   const LaunchPlan& plan_;
@@ -137,6 +137,9 @@ void Job::writeManifest(const std::string& status, const json& extra) {
          {"start_unix_us", startUnixUs_},
          {"start", isoTime(startUnixUs_)},
          {"status", status},
+         {"attempt", s_.attempt},
+         {"max_restarts", s_.maxRestarts},
+         {"earlier_attempts", json::parse(s_.attemptsJson)},
          {"rank_environment", withoutSecrets(rankEnv)},
          {"environment", withoutSecrets(Environment::fromProcess().all())}};
   for (const auto& [k, v] : extra.items()) j[k] = v;
@@ -221,7 +224,7 @@ void Job::killEverything() {
   }
 }
 
-int Job::run() {
+JobOutcome Job::run() {
   start_ = Clock::now();
   startUnixUs_ = io::unixMicros();
   writeManifest("running", json::object());
@@ -321,7 +324,7 @@ int Job::run() {
   return finish();
 }
 
-int Job::finish() {
+JobOutcome Job::finish() {
   const auto culprit = [&] {
     std::vector<RankRecord> all;
     for (const auto& [r, rec] : records_) all.push_back(rec);
@@ -431,7 +434,7 @@ int Job::finish() {
   }
   say(code == 0 ? Verbosity::kInfo : Verbosity::kError,
       fmt::format("{} ranks {} in {:.1f} s (exit {}); run directory {}", plan_.np, status, seconds, code, plan_.runDir));
-  return code;
+  return {code, interruptedBy_.has_value(), teardownReason_.empty() ? status : teardownReason_};
 }
 
 }  // namespace
@@ -444,7 +447,7 @@ Verbosity parseVerbosity(const std::string& text) {
   throw ConfigError(fmt::format("--log-level '{}': expected error, warn, info or debug", text));
 }
 
-int runJob(const LaunchPlan& plan, int controlFd, const JobSettings& settings) {
+JobOutcome runJob(const LaunchPlan& plan, int controlFd, const JobSettings& settings) {
   ::fcntl(controlFd, F_SETFL, ::fcntl(controlFd, F_GETFL) | O_NONBLOCK);
   Job job(plan, controlFd, settings);
   return job.run();

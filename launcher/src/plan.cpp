@@ -118,6 +118,7 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   env[std::string(ddp::env::kMasterAddr)] = plan.masterAddr;
   env[std::string(ddp::env::kMasterPort)] = std::to_string(plan.masterPort);
   env[std::string(ddp::env::kRunDir)] = plan.runDir;
+  env[std::string(ddp::env::kAttempt)] = std::to_string(ctx.attempt);
   env[std::string(launcher::env::kOutput)] = o.output;
   env[std::string(launcher::env::kGraceSeconds)] = fmt::format("{}", static_cast<int>(o.graceSeconds + 0.5));
   env[std::string(launcher::env::kGpuBinding)] = o.gpuBinding ? "local-rank" : "none";
@@ -148,6 +149,9 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
       throw ConfigError(fmt::format("-x {}: {} is not set in this environment (use -x {}=VALUE)", name, name, name));
     }
   }
+  // A rank whose program called MPI_Init and then died is ddprun's to report and tear down: without
+  // this, mpirun aborts the job itself ("exiting improperly"), racing the orderly teardown.
+  plan.mpirunEnv["OMPI_MCA_orte_allowed_exit_without_sync"] = "1";
   if (ctx.root) {
     plan.mpirunEnv["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
     plan.mpirunEnv["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";

@@ -10,6 +10,9 @@
 #   sigint   SIGINT to ddprun mid-run: exit 130, every rank stopped, no process left (a rank that
 #            ignores SIGTERM is killed after the grace period)
 #   train    train under ddprun -np 4 --profile writes its timings and the report into the run dir
+#   restart  rank 1 of 2 crashes at step 20 of 40 (--fault-once); --max-restarts 1 runs the job again,
+#            train --resume continues from the step-10... checkpoint: the final parameters are
+#            bitwise those of an uninterrupted run; attempt 0's logs are kept (PARAM_DIFF needed)
 #   doctor   ddprun doctor --json: every check present; the GPU verdict matches /dev/nvidia*; the
 #            test allreduce passes on the mpi backend
 set -euo pipefail
@@ -106,6 +109,19 @@ case $1 in
     grep -q "^ddprof report: $work/run" out.txt || fail "no report printed"
     test -s "$work/run/report.json"
     [[ $(field "$work/run/run.json" np) == 4 ]] || fail "run.json np" ;;
+  restart)
+    common=(--model cnn --batch-size 4 --steps 40 --checkpoint-every 10 --log-every 100)
+    "$DDPRUN" --log-level warn --run-dir "$work/straight" -np 2 "$TRAIN" "${common[@]}" --checkpoint "$work/ckpt-a" \
+      --resume --dump-params "$work/straight.bin" >/dev/null
+    "$DDPRUN" --run-dir "$work/run" --max-restarts 1 -np 2 "$TRAIN" "${common[@]}" --checkpoint "$work/ckpt-b" --resume \
+      --fault 1:20:exit:3 --fault-once --dump-params "$work/restarted.bin" 2>err.txt | tee out.txt
+    cat err.txt
+    grep -q "attempt 1 of 2 failed (rank 1 failed: exit code 3); its logs are in attempts/0; restarting" err.txt || fail "restart line"
+    grep -q "resumed from step 20" out.txt || fail "the second attempt did not resume from step 20"
+    [[ $(field "$work/run/attempts/0/ranks/rank-00001.exit.json" exit_code) == 3 ]] || fail "attempt 0's record"
+    [[ $(field "$work/run/run.json" attempt) == 1 && $(field "$work/run/run.json" status) == succeeded ]] || fail "run.json"
+    [[ $(field "$work/run/run.json" earlier_attempts 0 exit_code) == 3 ]] || fail "run.json earlier_attempts"
+    "$PARAM_DIFF" "$work/straight.bin" "$work/restarted.bin" 0 ;;
   doctor)
     set +e
     "$DDPRUN" doctor --json >doctor.json

@@ -15,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,6 +29,7 @@
 #include <thread>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <optional>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -42,7 +44,7 @@ namespace fs = std::filesystem;
 // Options that take a value, so the scan below knows where PROGRAM starts.
 const std::set<std::string> kWithValue = {"-np", "--np", "-n", "-H", "--host", "--hostfile", "--nproc-per-node",
                                           "--run-dir", "--nccl-debug", "--nccl-subsys", "-x", "--mpi-args", "--output",
-                                          "--grace", "--log-level", "--start-timeout"};
+                                          "--grace", "--log-level", "--start-timeout", "--max-restarts"};
 
 const std::set<std::string> kFlags = {"--profile", "--oversubscribe", "--no-gpu-binding", "--dry-run", "--version", "-h", "--help"};
 
@@ -140,6 +142,22 @@ std::string makeRunDirectory(const std::string& dir, bool explicitDir, bool prof
   return chosen;
 }
 
+// Moves an attempt's ranks/, timings/ and nccl/ to <run>/attempts/K/ and makes them anew for
+// the next attempt; returns the directory, relative to the run directory.
+std::string keepAttempt(const std::string& runDir, int attempt, bool profile) {
+  const std::string rel = fmt::format("attempts/{}", attempt);
+  const fs::path dest = fs::path(runDir) / rel;
+  io::makeDirectories(dest.string(), "run directory");
+  for (const char* sub : {"ranks", "timings", "nccl"}) {
+    std::error_code ec;
+    if (fs::exists(fs::path(runDir) / sub, ec)) fs::rename(fs::path(runDir) / sub, dest / sub, ec);
+    if (ec) throw ddp::Error(fmt::format("keeping attempt {}: moving {}/{}: {}", attempt, runDir, sub, ec.message()));
+  }
+  for (const char* sub : {"ranks", "timings"}) io::makeDirectories(runDir + "/" + sub, "run directory");
+  if (profile) io::makeDirectories(runDir + "/nccl", "run directory");
+  return rel;
+}
+
 int launch(const std::vector<std::string>& rawArgs, const std::vector<std::string>& fullArgv) {
   CLI::App app{"ddprun: start PROGRAM on N ranks through mpirun (one per slot, GPU or CPU), with a rank\n"
                "environment torchrun-style programs understand, per-rank logs, a failure report that names\n"
@@ -152,6 +170,7 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
                "ddprun"};
   app.prefix_command();
   LaunchOptions o;
+  JobSettings settings;
   int np = 0;
   bool dryRun = false, noGpuBinding = false, showVersion = false;
   int grace = 5;
@@ -172,6 +191,9 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   app.add_option("--grace", grace, "Seconds between SIGTERM and SIGKILL when ranks are stopped. Example: --grace 10")->check(CLI::Range(0, 3600));
   app.add_flag("--no-gpu-binding", noGpuBinding, "Do not set CUDA_VISIBLE_DEVICES by local rank");
   app.add_option("--start-timeout", startTimeout, "Seconds for every rank to start. Example: --start-timeout 300")->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--max-restarts", settings.maxRestarts, "After a failure, run the whole job again up to N times (fresh MASTER_PORT, "
+                 "DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/attempts/K). Example: --max-restarts 2")
+      ->check(CLI::Range(0, 1000));
   app.add_flag("--dry-run", dryRun, "Print the mpirun command and the rank environment, shell-quoted, and exit");
   app.add_option("--log-level", logLevel, "ddprun's own messages: error, warn, info or debug. Example: --log-level debug");
   app.add_flag("--version", showVersion, "Print the version and exit");
@@ -194,7 +216,6 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   if (app.count("--np")) o.np = np;
   o.graceSeconds = grace;
   o.gpuBinding = !noGpuBinding;
-  JobSettings settings;
   settings.verbosity = parseVerbosity(logLevel);
   settings.graceSeconds = grace;
   settings.startTimeoutSeconds = startTimeout;
@@ -240,17 +261,29 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   for (const auto& w : plan.warnings) std::cerr << "ddprun: warning: " << w << "\n";
 
   const bool local = plan.masterAddr == "127.0.0.1";
-  int controlFd = io::listenTcp(local ? "127.0.0.1" : "0.0.0.0", ctx.controlPort);
-  ctx.controlToken = io::randomHex(16);
   o.runDir = makeRunDirectory(plan.runDir, !o.runDir.empty(), o.profile);
-  plan = makeLaunchPlan(o, ctx);
-  if (settings.verbosity >= Verbosity::kInfo)
-    std::cerr << fmt::format("ddprun: {} ranks of {} on {}; run directory {}\n", plan.np,
-                             fs::path(o.program.front()).filename().string(), plan.hosts.size() == 1 ? plan.hosts[0].host
-                             : fmt::format("{} hosts", plan.hosts.size()), plan.runDir);
-  int code = runJob(plan, controlFd, settings);
-  ::close(controlFd);
-  return code;
+  nlohmann::json attempts = nlohmann::json::array();
+  for (int attempt = 0;; ++attempt) {
+    std::optional<PortReservation> freshPort;  // every attempt gets its own MASTER_PORT
+    if (attempt > 0) ctx.masterPort = freshPort.emplace().port();
+    ctx.attempt = attempt;
+    int controlFd = io::listenTcp(local ? "127.0.0.1" : "0.0.0.0", ctx.controlPort);
+    ctx.controlToken = io::randomHex(16);
+    plan = makeLaunchPlan(o, ctx);
+    if (attempt == 0 && settings.verbosity >= Verbosity::kInfo)
+      std::cerr << fmt::format("ddprun: {} ranks of {} on {}; run directory {}\n", plan.np,
+                               fs::path(o.program.front()).filename().string(), plan.hosts.size() == 1 ? plan.hosts[0].host
+                               : fmt::format("{} hosts", plan.hosts.size()), plan.runDir);
+    settings.attempt = attempt;
+    settings.attemptsJson = attempts.dump();
+    const auto outcome = runJob(plan, controlFd, settings);
+    ::close(controlFd);
+    if (outcome.exitCode == 0 || outcome.interrupted || attempt >= settings.maxRestarts) return outcome.exitCode;
+    const std::string kept = keepAttempt(plan.runDir, attempt, o.profile);
+    attempts.push_back({{"attempt", attempt}, {"exit_code", outcome.exitCode}, {"reason", outcome.summary}, {"files", kept}});
+    std::cerr << fmt::format("ddprun: attempt {} of {} failed ({}); its logs are in {}; restarting the job (--max-restarts {})\n",
+                             attempt + 1, settings.maxRestarts + 1, outcome.summary, kept, settings.maxRestarts);
+  }
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ inline constexpr std::string_view kSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
 inline constexpr std::string_view kGlooIfname = "DDP_GLOO_IFNAME";
 inline constexpr std::string_view kMpiShmRanksPerHost = "DDP_MPI_SHM_RANKS_PER_HOST";
 inline constexpr std::string_view kRunDir = "DDPRUN_RUN_DIR";
+inline constexpr std::string_view kAttempt = "DDPRUN_ATTEMPT";  // 0, then 1, 2... under --max-restarts
 }  // namespace env
 
 class Environment {

@@ -21,11 +21,20 @@ struct JobSettings {
   bool profile = false;               // run the profiler on the run directory at the end
   std::vector<std::string> command;   // ddprun's own argv, for run.json
   std::string mpirun;                 // for the version in run.json
+  int attempt = 0;                    // of --max-restarts: 0 first
+  int maxRestarts = 0;
+  std::string attemptsJson = "[]";    // the earlier attempts, for run.json
+};
+
+struct JobOutcome {
+  // 0 when every rank succeeded; the culprit's exit code (128 + signal for a signal); 128 + N
+  // when ddprun itself was stopped by signal N; 1 (or mpirun's code) when ranks were lost.
+  int exitCode = 0;
+  bool interrupted = false;  // ddprun got SIGINT/SIGTERM/SIGHUP: no restart
+  std::string summary;       // "rank 2 failed: exit code 7"
 };
 
 // controlFd: the listening socket whose port is in the plan's DDPRUN_CONTROL.
-// Returns 0 when every rank succeeded; the culprit's exit code (128 + signal for a signal);
-// 128 + N when ddprun itself was stopped by signal N; 1 when ranks were lost or never started.
-int runJob(const LaunchPlan& plan, int controlFd, const JobSettings& settings);
+JobOutcome runJob(const LaunchPlan& plan, int controlFd, const JobSettings& settings);
 
 }  // namespace ddp::launcher

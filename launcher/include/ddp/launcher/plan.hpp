@@ -43,6 +43,7 @@ struct PlanContext {
   std::string worker;                // the ddprun binary that each rank runs as "--worker"
   std::string hostfileText;          // contents of options.hostfile
   int controlPort = 0;               // ddprun's control listener; 0: none (--dry-run)
+  int attempt = 0;                   // DDPRUN_ATTEMPT: 0, then 1, 2... under --max-restarts
   std::string controlToken;          // what workers prove themselves with
 };
 

@@ -6,7 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
+#include <unistd.h>
 
 namespace ddp::comm {
 namespace {
@@ -41,9 +45,25 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
     throw ConfigError(fmt::format("cannot write the timings file {}: {}", options_.path,
                                   std::strerror(errno)));
   buffer_.reserve(options_.bufferBytes + 4096);
+  std::string progress = options_.path;
+  if (auto dot = progress.rfind(".jsonl"); dot != std::string::npos && dot + 6 == progress.size()) progress.erase(dot);
+  progress += ".progress";
+  progressFd_ = ::open(progress.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
+}
+
+// "STEP PHASE", padded to a fixed width so each rewrite replaces the last whole.
+void StepTimer::markProgress(std::string_view what) {
+  if (progressFd_ < 0) return;
+  char line[48];
+  int n = std::snprintf(line, sizeof line, "%lld %.*s", static_cast<long long>(current_.step), static_cast<int>(what.size()), what.data());
+  if (n < 0) return;
+  std::memset(line + std::min<size_t>(static_cast<size_t>(n), sizeof line - 1), ' ', sizeof line - 1 - std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
+  line[sizeof line - 1] = '\n';
+  [[maybe_unused]] auto w = ::pwrite(progressFd_, line, sizeof line, 0);
 }
 
 StepTimer::~StepTimer() {
+  if (progressFd_ >= 0) ::close(progressFd_);
   if (!file_) return;
   try {
     flush();
@@ -72,6 +92,7 @@ void StepTimer::beginPhase(Phase phase) {
   if (openPhase_) endPhase();
   openPhase_ = phase;
   phaseStart_ = Clock::now();
+  markProgress(phaseName(phase));
 }
 
 void StepTimer::endPhase() {
@@ -99,6 +120,7 @@ const StepRecord& StepTimer::endStep() {
   endPhase();
   current_.stepMs = toMs(Clock::now() - stepStart_);
   inStep_ = false;
+  markProgress("done");
   if (file_) {
     {
       std::lock_guard<std::mutex> lock(collectivesMutex_);

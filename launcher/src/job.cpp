@@ -24,6 +24,7 @@
 #include <future>
 #include <iostream>
 #include <list>
+#include <sstream>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -74,6 +75,9 @@ struct Peer {
   int rank = -1;
   int64_t workerPid = -1, programPid = -1;
   std::string host;
+  int64_t step = -1;      // the heartbeat: the step under way (or just done) and its phase
+  std::string phase;
+  bool stacksDone = false;
 };
 
 class Job {
@@ -94,6 +98,7 @@ class Job {
   void acceptPeers();
   void onLine(Peer& peer, const std::string& line);
   void beginTeardown(const std::string& reason);
+  void watchdog(Clock::time_point now);
   void killEverything();
   JobOutcome finish();
   void writeManifest(const std::string& status, const json& extra);
@@ -112,7 +117,11 @@ class Job {
   bool tearingDown_ = false, mpirunTermSent_ = false, killSent_ = false;
   std::string teardownReason_;
   std::optional<int> interruptedBy_;
-  Clock::time_point start_, teardownAt_;
+  Clock::time_point start_, teardownAt_, startedAt_, lastProgress_;
+  bool anyBeat_ = false;
+  std::vector<int> hung_;                 // the stalled ranks of a hang
+  std::optional<Clock::time_point> stacksUntil_;
+  std::string hangReason_;
   int64_t startUnixUs_ = 0;
   std::future<json> versions_;
 };
@@ -182,12 +191,20 @@ void Job::onLine(Peer& peer, const std::string& line) {
       for (const auto& [rank, p] : byRank_)
         if (p->fd >= 0) io::writeAll(p->fd, fmt::format("start {} {}\n", order[p->host], order.size()));
       ranksStarted_ = true;
+      startedAt_ = lastProgress_ = Clock::now();
       say(Verbosity::kDebug, fmt::format("all {} ranks reached ddprun after {:.3f} s", plan_.np,
                                          std::chrono::duration<double>(Clock::now() - start_).count()));
     }
     return;
   }
-  if (line.rfind("started ", 0) == 0) {
+  if (line.rfind("beat ", 0) == 0) {
+    std::istringstream in(line.substr(5));
+    in >> peer.step >> peer.phase;
+    anyBeat_ = true;
+    lastProgress_ = Clock::now();
+  } else if (line == "stacks-done") {
+    peer.stacksDone = true;
+  } else if (line.rfind("started ", 0) == 0) {
     peer.programPid = std::atoll(line.c_str() + 8);
   } else if (line.rfind("exit ", 0) == 0) {
     try {
@@ -212,6 +229,57 @@ void Job::beginTeardown(const std::string& reason) {
   say(Verbosity::kWarn, reason + ": stopping the other ranks");
   for (auto& p : peers_)
     if (p.fd >= 0 && p.hello && !records_.count(p.rank)) io::writeAll(p.fd, "terminate\n");
+}
+
+// --timeout: when no rank has completed a step for the timeout, the ranks furthest behind are
+// stalled (the others wait for them in a collective); their stacks are taken, then the job is
+// torn down. A program that never wrote step timings is judged by its wall time alone.
+void Job::watchdog(Clock::time_point now) {
+  if (s_.timeoutSeconds <= 0 || !ranksStarted_ || tearingDown_) return;
+  const auto limit = std::chrono::duration<double>(s_.timeoutSeconds);
+  if (stacksUntil_) {
+    bool done = std::all_of(hung_.begin(), hung_.end(), [&](int r) { return !byRank_.count(r) || byRank_[r]->fd < 0 || byRank_[r]->stacksDone; });
+    if (done || now > *stacksUntil_) beginTeardown(hangReason_);
+    return;
+  }
+  if (!anyBeat_) {
+    if (now - startedAt_ < limit) return;
+    for (int r = 0; r < plan_.np; ++r)
+      if (!records_.count(r)) hung_.push_back(r);
+    hangReason_ = fmt::format("--timeout {:g}: no rank wrote step timings ({}/timings), so the job is judged by its wall "
+                              "time alone, and it ran {:g} s", s_.timeoutSeconds, plan_.runDir, s_.timeoutSeconds);
+  } else {
+    if (now - lastProgress_ < limit) return;
+    // Ranks waiting in a collective (comm_wait) wait for the others: those are the stalled ones.
+    std::vector<int> waiting, busy;
+    for (const auto& [r, p] : byRank_)
+      if (!records_.count(r)) (p->phase == "comm_wait" ? waiting : busy).push_back(r);
+    auto where = [&](int r) {
+      const Peer& p = *byRank_[r];
+      return p.step < 0 ? std::string("before its first step")
+             : p.phase == "done" ? fmt::format("after step {}", p.step)
+                                 : fmt::format("in {} of step {}", p.phase, p.step);
+    };
+    if (!waiting.empty() && !busy.empty()) {
+      hung_ = busy;
+      std::string stalled;
+      for (int r : busy) stalled += (stalled.empty() ? "" : ", ") + fmt::format("rank {} {}", r, where(r));
+      hangReason_ = fmt::format("no progress for {:g} s: {} while rank(s) {} wait in the gradient allreduce (comm_wait) "
+                                "of step {}", s_.timeoutSeconds, stalled, rankList(waiting), byRank_[waiting.front()]->step);
+    } else {
+      hung_ = waiting.empty() ? busy : waiting;
+      hangReason_ = fmt::format("no progress for {:g} s on any rank, all {} ({}): {}", s_.timeoutSeconds,
+                                waiting.empty() ? "outside communication" : "waiting in a collective",
+                                hung_.empty() ? "" : where(hung_.front()),
+                                waiting.empty() ? "every rank is stuck in its own work (a hang in every rank, or a rank "
+                                                  "that stopped writing timings)"
+                                                : "a network or NCCL hang, or ranks calling different collectives");
+    }
+  }
+  say(Verbosity::kWarn, fmt::format("no progress for {:g} s: taking the stacks of rank(s) {}", s_.timeoutSeconds, rankList(hung_)));
+  for (int r : hung_)
+    if (byRank_.count(r) && byRank_[r]->fd >= 0) io::writeAll(byRank_[r]->fd, "stacks\n");
+  stacksUntil_ = now + std::chrono::seconds(40);
 }
 
 void Job::killEverything() {
@@ -306,6 +374,7 @@ JobOutcome Job::run() {
                                 "worker could not connect back to {}?)",
                                 rankList(missing), s_.startTimeoutSeconds, localHost_));
     }
+    watchdog(now);
     if (tearingDown_) {
       const double since = std::chrono::duration<double>(now - teardownAt_).count();
       if (!mpirunTermSent_ && since > s_.graceSeconds + 2) {
@@ -325,11 +394,13 @@ JobOutcome Job::run() {
 }
 
 JobOutcome Job::finish() {
-  const auto culprit = [&] {
+  const auto culprit = [&]() -> std::optional<int> {
+    if (!hung_.empty()) return hung_.front();
     std::vector<RankRecord> all;
     for (const auto& [r, rec] : records_) all.push_back(rec);
     return findCulprit(all);
   }();
+  const bool hang = !hung_.empty();
   std::vector<int> collateral, lost;
   json ranks = json::array();
   for (int r = 0; r < plan_.np; ++r) {
@@ -337,7 +408,8 @@ JobOutcome Job::finish() {
     RankRecord rec;
     if (it != records_.end()) {
       rec = it->second;
-      if (culprit && r == *culprit) rec.status = "culprit";
+      if (hang && std::count(hung_.begin(), hung_.end(), r)) rec.status = "hung";
+      else if (culprit && r == *culprit) rec.status = "culprit";
       else if (rec.failed() || rec.stopRequested) rec.status = interruptedBy_ && !culprit ? "stopped" : "collateral";
       else rec.status = "ok";
     } else {
@@ -370,6 +442,9 @@ JobOutcome Job::finish() {
   if (interruptedBy_) {
     code = 128 + *interruptedBy_;
     status = "interrupted";
+  } else if (hang) {
+    code = 124;
+    status = "hung";
   } else if (culprit) {
     const auto& rec = records_[*culprit];
     code = ExitStatus{rec.exitCode, rec.signal, 0}.shellCode();
@@ -381,7 +456,17 @@ JobOutcome Job::finish() {
   const int64_t endUs = io::unixMicros();
   const double seconds = (endUs - startUnixUs_) / 1e6;
 
-  if (culprit) {
+  if (hang) {
+    for (int r : hung_) {
+      const auto& rec = records_[r];
+      say(Verbosity::kError, fmt::format("rank {} on {} (pid {}) hung; its stacks: {}", r, rec.host, rec.programPid,
+                                         rankFile(plan_.runDir, r, ".stacks.txt")));
+      const std::string log = rankFile(plan_.runDir, r, ".log");
+      for (const auto& l : lastLines(log, 5)) std::cerr << "    " << l << "\n";
+    }
+    if (!collateral.empty())
+      say(Verbosity::kError, fmt::format("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(collateral)));
+  } else if (culprit) {
     const auto& rec = records_[*culprit];
     ExitStatus st{rec.exitCode, rec.signal, 0};
     std::string what = st.describe();
@@ -409,7 +494,7 @@ JobOutcome Job::finish() {
     say(Verbosity::kError, fmt::format("rank(s) {} left no exit record: never started, or the worker was killed{}",
                                        rankList(lost), why));
   }
-  if (!teardownReason_.empty() && !culprit && !interruptedBy_) say(Verbosity::kError, teardownReason_);
+  if (!teardownReason_.empty() && !culprit && !interruptedBy_ && !hang) say(Verbosity::kError, teardownReason_);
 
   json versions = nullptr;
   if (versions_.valid() && versions_.wait_for(std::chrono::seconds(10)) == std::future_status::ready) versions = versions_.get();

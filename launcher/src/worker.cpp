@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ddp::launcher {
@@ -79,6 +80,85 @@ struct Control {
     return true;
   }
 };
+
+// The heartbeat: what the program's step timer says it is doing. timings/rank-NNNNN.progress
+// ("STEP PHASE", rewritten at each phase) when the program has one; else the step of the last
+// line of timings/rank-NNNNN.jsonl (a program that writes only the timings contract).
+class Heartbeat {
+ public:
+  explicit Heartbeat(const std::string& timingsPath)
+      : jsonl_(timingsPath), progress_(timingsPath.empty() ? "" : timingsPath.substr(0, timingsPath.size() - 6) + ".progress") {}
+  // "STEP PHASE" when it changed since the last call.
+  std::optional<std::string> poll() {
+    if (jsonl_.empty()) return std::nullopt;
+    std::string now = read(progress_, 64, false);
+    if (now.empty()) now = read(jsonl_, 8192, true);
+    if (now.empty() || now == last_) return std::nullopt;
+    last_ = now;
+    return now;
+  }
+
+ private:
+  static std::string read(const std::string& path, size_t bytes, bool jsonl) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    struct stat st {};
+    ::fstat(fd, &st);
+    std::string buf(bytes, '\0');
+    const off_t from = jsonl ? std::max<off_t>(0, st.st_size - static_cast<off_t>(bytes)) : 0;
+    ssize_t n = ::pread(fd, buf.data(), bytes, from);
+    ::close(fd);
+    if (n <= 0) return "";
+    buf.resize(static_cast<size_t>(n));
+    if (!jsonl) {
+      auto end = buf.find_last_not_of(" \n");
+      return end == std::string::npos ? "" : buf.substr(0, end + 1);
+    }
+    auto end = buf.rfind('\n');
+    if (end == std::string::npos) return "";
+    auto begin = end == 0 ? std::string::npos : buf.rfind('\n', end - 1);
+    std::string line = buf.substr(begin == std::string::npos ? 0 : begin + 1, end);
+    auto key = line.find("\"step\":");
+    return key == std::string::npos ? "" : std::to_string(std::atoll(line.c_str() + key + 7)) + " done";
+  }
+  std::string jsonl_, progress_, last_;
+};
+
+// Stacks of a process's threads, for a hang report: gdb when it is installed and may attach,
+// else what /proc says of each thread (kernel stack where readable, wait channel, state).
+std::string captureStacks(pid_t pid) {
+  std::string out;
+  try {
+    auto gdb = runCapture({"gdb", "-p", std::to_string(pid), "-batch", "-nx", "-ex", "set pagination off",
+                           "-ex", "thread apply all bt"}, 30);
+    if (!gdb.timedOut && gdb.output.find("Thread ") != std::string::npos) return "gdb thread apply all bt:\n" + gdb.output;
+    out = "gdb could not attach:\n" + gdb.output + "\n";
+  } catch (const std::exception& e) {
+    out = std::string("no gdb (") + e.what() + ")\n";
+  }
+  out += "/proc/" + std::to_string(pid) + "/task/*:\n";
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = ::opendir(task.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      auto slurp = [](const std::string& path) {
+        std::string text;
+        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return std::string("(unreadable)");
+        char buf[4096];
+        ssize_t n;
+        while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+        ::close(fd);
+        return text;
+      };
+      const std::string t = task + "/" + e->d_name;
+      out += fmt::format("thread {}: {} wchan {}\n{}\n", e->d_name, slurp(t + "/comm").substr(0, 40), slurp(t + "/wchan"),
+                         slurp(t + "/stack"));
+    }
+    ::closedir(d);
+  }
+  return out;
+}
 
 void writeRecord(const std::string& runDir, const RankRecord& record) {
   if (runDir.empty()) return;
@@ -201,6 +281,8 @@ int runWorker(const std::vector<std::string>& program) {
   record.programPid = child.pid();
   control.send(fmt::format("started {}", child.pid()));
 
+  Heartbeat heartbeat(runDir.empty() ? "" : fmt::format("{}/timings/rank-{:05d}.jsonl", runDir, id->rank));
+  auto nextBeatCheck = Clock::now();
   int streams[3] = {-1, out[0], err[0]};
   std::optional<ExitStatus> status;
   std::optional<Clock::time_point> killAt, drainUntil;
@@ -229,8 +311,17 @@ int runWorker(const std::vector<std::string>& program) {
           control.close();
           if (!status) requestStop(SIGTERM);
         }
-        while (auto line = control.in.next())
+        while (auto line = control.in.next()) {
           if (*line == "terminate" && !status) requestStop(SIGTERM);
+          if (*line == "stacks" && !status && !runDir.empty()) {
+            try {
+              writeFileAtomically(rankFile(runDir, id->rank, ".stacks.txt"), captureStacks(child.pid()));
+            } catch (const std::exception& e) {
+              relay.note(std::string("stacks: ") + e.what());
+            }
+            control.send("stacks-done");
+          }
+        }
       } else {
         for (int s = 1; s <= 2; ++s) {
           if (p.fd != streams[s]) continue;
@@ -251,6 +342,10 @@ int runWorker(const std::vector<std::string>& program) {
       drainUntil = Clock::now() + kDrainAfterExit;
     }
     const auto now = Clock::now();
+    if (now >= nextBeatCheck && control.fd >= 0) {
+      nextBeatCheck = now + std::chrono::milliseconds(250);
+      if (auto beat = heartbeat.poll()) control.send("beat " + *beat);
+    }
     if (!status && killAt && now >= *killAt) {
       child.signalGroup(SIGKILL);
       killAt = now + std::chrono::hours(24);

@@ -13,6 +13,9 @@
 #   restart  rank 1 of 2 crashes at step 20 of 40 (--fault-once); --max-restarts 1 runs the job again,
 #            train --resume continues from the step-10... checkpoint: the final parameters are
 #            bitwise those of an uninterrupted run; attempt 0's logs are kept (PARAM_DIFF needed)
+#   hang     rank 1 of 3 hangs at step 5 (train --fault 1:5:hang), --timeout 4: ddprun names rank 1 as
+#            stalled in forward while the others wait in comm_wait, takes its stacks, exits 124 and
+#            leaves no process; a program that writes no timings is judged by wall time
 #   doctor   ddprun doctor --json: every check present; the GPU verdict matches /dev/nvidia*; the
 #            test allreduce passes on the mpi backend
 set -euo pipefail
@@ -122,6 +125,29 @@ case $1 in
     [[ $(field "$work/run/run.json" attempt) == 1 && $(field "$work/run/run.json" status) == succeeded ]] || fail "run.json"
     [[ $(field "$work/run/run.json" earlier_attempts 0 exit_code) == 3 ]] || fail "run.json earlier_attempts"
     "$PARAM_DIFF" "$work/straight.bin" "$work/restarted.bin" 0 ;;
+  hang)
+    set +e
+    start=$(date +%s%N)
+    "$DDPRUN" --run-dir "$work/run" --timeout 4 --grace 2 -np 3 "$TRAIN" --model mlp --steps 200 --log-every 1000 \
+      --fault 1:5:hang 2>err.txt
+    code=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    "$DDPRUN" --run-dir "$work/wall" --timeout 2 --grace 1 -np 2 -- sh -c 'exec sleep 60' 2>err2.txt
+    code2=$?
+    set -e
+    cat err.txt err2.txt
+    echo "exit $code after $ms ms"
+    [[ $code == 124 && $code2 == 124 ]] || fail "exit codes $code $code2, not 124"
+    ((ms < 30000)) || fail "took $ms ms"
+    grep -q "rank 1 in forward of step 5 while rank(s) 0, 2 wait in the gradient allreduce (comm_wait) of step 5" err.txt ||
+      fail "the stalled rank and the collective of the others"
+    [[ $(field "$work/run/ranks/rank-00001.exit.json" status) == hung ]] || fail "rank 1 status"
+    for r in 0 2; do [[ $(field "$work/run/ranks/rank-0000$r.exit.json" status) == collateral ]] || fail "rank $r status"; done
+    grep -Eq "gdb thread apply all bt|/proc/[0-9]+/task" "$work/run/ranks/rank-00001.stacks.txt" || fail "no stacks"
+    [[ $(field "$work/run/run.json" status) == hung ]] || fail "run.json status"
+    grep -q "no rank wrote step timings .* judged by its wall time alone" err2.txt || fail "wall-time verdict"
+    nothing_left "$work/run"
+    nothing_left "$work/wall" ;;
   doctor)
     set +e
     "$DDPRUN" doctor --json >doctor.json

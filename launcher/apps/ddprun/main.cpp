@@ -44,7 +44,7 @@ namespace fs = std::filesystem;
 // Options that take a value, so the scan below knows where PROGRAM starts.
 const std::set<std::string> kWithValue = {"-np", "--np", "-n", "-H", "--host", "--hostfile", "--nproc-per-node",
                                           "--run-dir", "--nccl-debug", "--nccl-subsys", "-x", "--mpi-args", "--output",
-                                          "--grace", "--log-level", "--start-timeout", "--max-restarts"};
+                                          "--grace", "--log-level", "--start-timeout", "--max-restarts", "--timeout"};
 
 const std::set<std::string> kFlags = {"--profile", "--oversubscribe", "--no-gpu-binding", "--dry-run", "--version", "-h", "--help"};
 
@@ -191,6 +191,10 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   app.add_option("--grace", grace, "Seconds between SIGTERM and SIGKILL when ranks are stopped. Example: --grace 10")->check(CLI::Range(0, 3600));
   app.add_flag("--no-gpu-binding", noGpuBinding, "Do not set CUDA_VISIBLE_DEVICES by local rank");
   app.add_option("--start-timeout", startTimeout, "Seconds for every rank to start. Example: --start-timeout 300")->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--timeout", settings.timeoutSeconds, "Hang watchdog: when no rank completes a step for S seconds (from the "
+                 "step timers' timings files), report the stalled ranks with their stacks, stop the job and exit 124; "
+                 "programs without step timings are judged by wall time. Example: --timeout 300")
+      ->check(CLI::Range(0.0, 1e7));
   app.add_option("--max-restarts", settings.maxRestarts, "After a failure, run the whole job again up to N times (fresh MASTER_PORT, "
                  "DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/attempts/K). Example: --max-restarts 2")
       ->check(CLI::Range(0, 1000));

@@ -17,6 +17,7 @@ Verbosity parseVerbosity(const std::string& text);
 struct JobSettings {
   double graceSeconds = 5;            // SIGTERM to SIGKILL, for every rank
   double startTimeoutSeconds = 120;   // every rank must reach ddprun within this
+  double timeoutSeconds = 0;          // --timeout: no step completed anywhere for this long = a hang (0: off)
   Verbosity verbosity = Verbosity::kInfo;
   bool profile = false;               // run the profiler on the run directory at the end
   std::vector<std::string> command;   // ddprun's own argv, for run.json
@@ -28,7 +29,8 @@ struct JobSettings {
 
 struct JobOutcome {
   // 0 when every rank succeeded; the culprit's exit code (128 + signal for a signal); 128 + N
-  // when ddprun itself was stopped by signal N; 1 (or mpirun's code) when ranks were lost.
+  // when ddprun itself was stopped by signal N; 124 for a hang (--timeout); 1 (or mpirun's code)
+  // when ranks were lost.
   int exitCode = 0;
   bool interrupted = false;  // ddprun got SIGINT/SIGTERM/SIGHUP: no restart
   std::string summary;       // "rank 2 failed: exit code 7"

@@ -121,6 +121,7 @@ class Job {
   bool anyBeat_ = false;
   std::vector<int> hung_;                 // the stalled ranks of a hang
   std::optional<Clock::time_point> stacksUntil_;
+  int64_t hangDetectedUs_ = 0, stacksDoneUs_ = 0;
   std::string hangReason_;
   int64_t startUnixUs_ = 0;
   std::future<json> versions_;
@@ -239,7 +240,10 @@ void Job::watchdog(Clock::time_point now) {
   const auto limit = std::chrono::duration<double>(s_.timeoutSeconds);
   if (stacksUntil_) {
     bool done = std::all_of(hung_.begin(), hung_.end(), [&](int r) { return !byRank_.count(r) || byRank_[r]->fd < 0 || byRank_[r]->stacksDone; });
-    if (done || now > *stacksUntil_) beginTeardown(hangReason_);
+    if (done || now > *stacksUntil_) {
+      stacksDoneUs_ = io::unixMicros();
+      beginTeardown(hangReason_);
+    }
     return;
   }
   if (!anyBeat_) {
@@ -276,10 +280,11 @@ void Job::watchdog(Clock::time_point now) {
                                                 : "a network or NCCL hang, or ranks calling different collectives");
     }
   }
+  hangDetectedUs_ = io::unixMicros();
   say(Verbosity::kWarn, fmt::format("no progress for {:g} s: taking the stacks of rank(s) {}", s_.timeoutSeconds, rankList(hung_)));
   for (int r : hung_)
     if (byRank_.count(r) && byRank_[r]->fd >= 0) io::writeAll(byRank_[r]->fd, "stacks\n");
-  stacksUntil_ = now + std::chrono::seconds(40);
+  stacksUntil_ = now + std::chrono::seconds(20);
 }
 
 void Job::killEverything() {
@@ -505,6 +510,8 @@ JobOutcome Job::finish() {
                          {"culprit", culprit ? json(*culprit) : json(nullptr)},
                          {"reason", teardownReason_.empty() ? json(nullptr) : json(teardownReason_)},
                          {"mpirun_exit", mpirunStatus_ ? json(mpirunStatus_->describe()) : json(nullptr)},
+                         {"hang", hang ? json{{"ranks", hung_}, {"detected_unix_us", hangDetectedUs_},
+                                              {"stacks_done_unix_us", stacksDoneUs_}} : json(nullptr)},
                          {"ranks", ranks},
                          {"versions", versions}});
 

@@ -130,7 +130,7 @@ std::string captureStacks(pid_t pid) {
   std::string out;
   try {
     auto gdb = runCapture({"gdb", "-p", std::to_string(pid), "-batch", "-nx", "-ex", "set pagination off",
-                           "-ex", "thread apply all bt"}, 30);
+                           "-ex", "thread apply all bt"}, 15);
     if (!gdb.timedOut && gdb.output.find("Thread ") != std::string::npos) return "gdb thread apply all bt:\n" + gdb.output;
     out = "gdb could not attach:\n" + gdb.output + "\n";
   } catch (const std::exception& e) {

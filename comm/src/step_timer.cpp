@@ -45,10 +45,7 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
     throw ConfigError(fmt::format("cannot write the timings file {}: {}", options_.path,
                                   std::strerror(errno)));
   buffer_.reserve(options_.bufferBytes + 4096);
-  std::string progress = options_.path;
-  if (auto dot = progress.rfind(".jsonl"); dot != std::string::npos && dot + 6 == progress.size()) progress.erase(dot);
-  progress += ".progress";
-  progressFd_ = ::open(progress.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
+  progressFd_ = ::open(progressPath(options_.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
 }
 
 // "STEP PHASE", padded to a fixed width so each rewrite replaces the last whole.

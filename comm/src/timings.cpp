@@ -139,6 +139,12 @@ std::string timingsPath(const std::string& runDir, int rank) {
   return fmt::format("{}/timings/rank-{:05d}.jsonl", runDir, rank);
 }
 
+std::string progressPath(const std::string& timingsPath) {
+  std::string path = timingsPath;
+  if (path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0) path.erase(path.size() - 6);
+  return path + ".progress";
+}
+
 int64_t unixMicros(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }

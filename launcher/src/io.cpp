@@ -143,10 +143,6 @@ int connectTcp(const std::string& host, int port, double timeoutS, std::string& 
   }
 }
 
-int64_t unixMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::string hostname() {
   char buf[256] = {};
   ::gethostname(buf, sizeof buf - 1);

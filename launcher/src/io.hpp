@@ -47,7 +47,6 @@ int listenTcp(const std::string& address, int& port);
 // Connects to host:port (resolving host), retrying until timeoutS; -1 on failure with why set.
 int connectTcp(const std::string& host, int port, double timeoutS, std::string& why);
 
-int64_t unixMicros();
 std::string hostname();
 // Random bytes as hex (from /dev/urandom).
 std::string randomHex(size_t bytes);

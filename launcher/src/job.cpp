@@ -2,6 +2,7 @@
 
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/files.hpp"
+#include "ddp/comm/timings.hpp"
 #include "ddp/config.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
@@ -125,33 +126,38 @@ class Job {
   std::string hangReason_;
   int64_t startUnixUs_ = 0;
   std::future<json> versions_;
+  json manifest_;
 };
 
+// run.json: what the run is (built once, at its start), then its status and what the end adds.
 void Job::writeManifest(const std::string& status, const json& extra) {
-  std::map<std::string, std::string, std::less<>> rankEnv(plan_.rankEnv.begin(), plan_.rankEnv.end());
-  json hosts = json::array();
-  for (const auto& h : plan_.hosts) hosts.push_back({{"host", h.host}, {"slots", h.slots}});
-  auto backend = profiler::commandOption(program_, "--backend");
-  json j{{"schema", 1},
-         {"ddprun_version", DDP_VERSION},
-         {"command", program_},
-         {"ddprun_argv", s_.command},
-         {"mpirun_argv", plan_.argv},
-         {"np", plan_.np},
-         {"hosts", hosts},
-         {"launch_host", localHost_},
-         {"master_addr", plan_.masterAddr},
-         {"master_port", plan_.masterPort},
-         {"run_dir", plan_.runDir},
-         {"backend", backend ? json(*backend) : json(nullptr)},
-         {"start_unix_us", startUnixUs_},
-         {"start", isoTime(startUnixUs_)},
-         {"status", status},
-         {"attempt", s_.attempt},
-         {"max_restarts", s_.maxRestarts},
-         {"earlier_attempts", json::parse(s_.attemptsJson)},
-         {"rank_environment", withoutSecrets(rankEnv)},
-         {"environment", withoutSecrets(Environment::fromProcess().all())}};
+  if (manifest_.is_null()) {
+    std::map<std::string, std::string, std::less<>> rankEnv(plan_.rankEnv.begin(), plan_.rankEnv.end());
+    json hosts = json::array();
+    for (const auto& h : plan_.hosts) hosts.push_back({{"host", h.host}, {"slots", h.slots}});
+    auto backend = profiler::commandOption(program_, "--backend");
+    manifest_ = {{"schema", 1},
+                {"ddprun_version", DDP_VERSION},
+                {"command", program_},
+                {"ddprun_argv", s_.command},
+                {"mpirun_argv", plan_.argv},
+                {"np", plan_.np},
+                {"hosts", hosts},
+                {"launch_host", localHost_},
+                {"master_addr", plan_.masterAddr},
+                {"master_port", plan_.masterPort},
+                {"run_dir", plan_.runDir},
+                {"backend", backend ? json(*backend) : json(nullptr)},
+                {"start_unix_us", startUnixUs_},
+                {"start", isoTime(startUnixUs_)},
+                {"attempt", s_.attempt},
+                {"max_restarts", s_.maxRestarts},
+                {"earlier_attempts", s_.earlierAttempts},
+                {"rank_environment", withoutSecrets(rankEnv)},
+                {"environment", withoutSecrets(Environment::fromProcess().all())}};
+  }
+  json j = manifest_;
+  j["status"] = status;
   for (const auto& [k, v] : extra.items()) j[k] = v;
   try {
     writeFileAtomically(plan_.runDir + "/run.json", j.dump(2) + "\n");
@@ -213,8 +219,7 @@ void Job::onLine(Peer& peer, const std::string& line) {
       if (record.rank != peer.rank) return;
       records_[record.rank] = record;
       if (record.failedOnItsOwn() && !tearingDown_) {
-        ExitStatus st{record.exitCode, record.signal, 0};
-        beginTeardown(fmt::format("rank {} failed: {}", record.rank, st.describe()));
+        beginTeardown(fmt::format("rank {} failed: {}", record.rank, record.exitStatus().describe()));
       }
     } catch (const std::exception& e) {
       say(Verbosity::kWarn, e.what());
@@ -241,7 +246,7 @@ void Job::watchdog(Clock::time_point now) {
   if (stacksUntil_) {
     bool done = std::all_of(hung_.begin(), hung_.end(), [&](int r) { return !byRank_.count(r) || byRank_[r]->fd < 0 || byRank_[r]->stacksDone; });
     if (done || now > *stacksUntil_) {
-      stacksDoneUs_ = io::unixMicros();
+      stacksDoneUs_ = comm::unixMicros();
       beginTeardown(hangReason_);
     }
     return;
@@ -280,7 +285,7 @@ void Job::watchdog(Clock::time_point now) {
                                                 : "a network or NCCL hang, or ranks calling different collectives");
     }
   }
-  hangDetectedUs_ = io::unixMicros();
+  hangDetectedUs_ = comm::unixMicros();
   say(Verbosity::kWarn, fmt::format("no progress for {:g} s: taking the stacks of rank(s) {}", s_.timeoutSeconds, rankList(hung_)));
   for (int r : hung_)
     if (byRank_.count(r) && byRank_[r]->fd >= 0) io::writeAll(byRank_[r]->fd, "stacks\n");
@@ -299,7 +304,7 @@ void Job::killEverything() {
 
 JobOutcome Job::run() {
   start_ = Clock::now();
-  startUnixUs_ = io::unixMicros();
+  startUnixUs_ = comm::unixMicros();
   writeManifest("running", json::object());
   const std::string mpirunPath = s_.mpirun;
   versions_ = std::async(std::launch::async, [mpirunPath] {
@@ -330,8 +335,12 @@ JobOutcome Job::run() {
   std::optional<Clock::time_point> mpirunEnded;
   for (;;) {
     std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}, {controlFd_, POLLIN, 0}};
-    for (const auto& p : peers_)
-      if (p.fd >= 0) fds.push_back({p.fd, POLLIN, 0});
+    std::vector<Peer*> polled;  // polled[i] is fds[i + 2]
+    for (auto& p : peers_)
+      if (p.fd >= 0) {
+        fds.push_back({p.fd, POLLIN, 0});
+        polled.push_back(&p);
+      }
     if (::poll(fds.data(), fds.size(), 50) < 0 && errno != EINTR) throw Error(fmt::format("poll: {}", std::strerror(errno)));
     for (int sig : signals.drain()) {
       if (sig == SIGCHLD) continue;
@@ -348,8 +357,9 @@ JobOutcome Job::run() {
       beginTeardown(fmt::format("interrupted by {}", signalName(sig)));
     }
     if (fds[1].revents) acceptPeers();
-    for (auto& p : peers_) {
-      if (p.fd < 0) continue;
+    for (size_t i = 0; i < polled.size(); ++i) {
+      Peer& p = *polled[i];
+      if (!fds[i + 2].revents || p.fd < 0) continue;
       char buf[65536];
       ssize_t n = ::recv(p.fd, buf, sizeof buf, 0);
       if (n > 0) {
@@ -452,13 +462,13 @@ JobOutcome Job::finish() {
     status = "hung";
   } else if (culprit) {
     const auto& rec = records_[*culprit];
-    code = ExitStatus{rec.exitCode, rec.signal, 0}.shellCode();
+    code = rec.exitStatus().shellCode();
     status = "failed";
   } else if (!lost.empty() || (mpirunStatus_ && mpirunStatus_->failed())) {
     code = mpirunStatus_ && mpirunStatus_->failed() ? std::max(1, mpirunStatus_->shellCode()) : 1;
     status = "failed";
   }
-  const int64_t endUs = io::unixMicros();
+  const int64_t endUs = comm::unixMicros();
   const double seconds = (endUs - startUnixUs_) / 1e6;
 
   if (hang) {
@@ -473,8 +483,7 @@ JobOutcome Job::finish() {
       say(Verbosity::kError, fmt::format("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(collateral)));
   } else if (culprit) {
     const auto& rec = records_[*culprit];
-    ExitStatus st{rec.exitCode, rec.signal, 0};
-    std::string what = st.describe();
+    std::string what = rec.exitStatus().describe();
     if (rec.signal && *rec.signal == SIGKILL)
       what += ": out of memory? (the kernel's OOM killer sends SIGKILL; see dmesg / the container's memory limit)";
     if (!rec.started) what += " (the program could not be started)";

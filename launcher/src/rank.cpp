@@ -13,15 +13,16 @@
 namespace ddp::launcher {
 namespace {
 
+// localSize: the variable holding the local world's size, when the scheme has one.
 std::optional<RankIdentity> identityFrom(const Environment& e, std::string_view rank, std::string_view size,
-                                         std::string_view localRank, std::string_view localSize) {
+                                         std::string_view localRank, std::optional<std::string_view> localSize) {
   auto r = e.getInt(rank, 0, 1 << 24);
   if (!r) return std::nullopt;
   RankIdentity id;
   id.rank = static_cast<int>(*r);
   id.worldSize = static_cast<int>(e.getInt(size, 1, 1 << 24).value_or(id.rank + 1));
   id.localRank = static_cast<int>(e.getInt(localRank, 0, 1 << 24).value_or(id.rank));
-  id.localWorldSize = static_cast<int>(e.getInt(localSize, 1, 1 << 24).value_or(id.worldSize));
+  id.localWorldSize = localSize ? static_cast<int>(e.getInt(*localSize, 1, 1 << 24).value_or(id.worldSize)) : id.worldSize;
   if (id.rank >= id.worldSize)
     throw ConfigError(fmt::format("{}={} is not below {}={}", rank, id.rank, size, id.worldSize));
   return id;
@@ -32,7 +33,7 @@ std::optional<RankIdentity> identityFrom(const Environment& e, std::string_view 
 std::optional<RankIdentity> rankIdentityFrom(const Environment& e) {
   using namespace ddp::env;
   if (auto id = identityFrom(e, kOmpiRank, kOmpiSize, kOmpiLocalRank, kOmpiLocalSize)) return id;
-  if (auto id = identityFrom(e, kSlurmProcId, kSlurmNTasks, kSlurmLocalId, "DDPRUN_NO_SUCH_VARIABLE")) {
+  if (auto id = identityFrom(e, kSlurmProcId, kSlurmNTasks, kSlurmLocalId, std::nullopt)) {
     if (auto tasks = e.get(kSlurmStepTasksPerNode)) {
       // The local world is this node's share: SLURM_STEP_TASKS_PER_NODE at this node's index.
       auto node = e.getInt(kSlurmNodeId, 0, 1 << 20).value_or(0);

@@ -2,6 +2,7 @@
 
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/files.hpp"
+#include "ddp/comm/timings.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
 #include "io.hpp"
@@ -87,7 +88,7 @@ struct Control {
 class Heartbeat {
  public:
   explicit Heartbeat(const std::string& timingsPath)
-      : jsonl_(timingsPath), progress_(timingsPath.empty() ? "" : timingsPath.substr(0, timingsPath.size() - 6) + ".progress") {}
+      : jsonl_(timingsPath), progress_(timingsPath.empty() ? "" : comm::progressPath(timingsPath)) {}
   // "STEP PHASE" when it changed since the last call.
   std::optional<std::string> poll() {
     if (jsonl_.empty()) return std::nullopt;
@@ -117,9 +118,12 @@ class Heartbeat {
     auto end = buf.rfind('\n');
     if (end == std::string::npos) return "";
     auto begin = end == 0 ? std::string::npos : buf.rfind('\n', end - 1);
-    std::string line = buf.substr(begin == std::string::npos ? 0 : begin + 1, end);
-    auto key = line.find("\"step\":");
-    return key == std::string::npos ? "" : std::to_string(std::atoll(line.c_str() + key + 7)) + " done";
+    const size_t first = begin == std::string::npos ? 0 : begin + 1;
+    try {
+      return std::to_string(comm::parseStepRecord(std::string_view(buf).substr(first, end - first)).step) + " done";
+    } catch (const std::exception&) {  // a line cut by the tail window, or not a step record
+      return "";
+    }
   }
   std::string jsonl_, progress_, last_;
 };
@@ -205,7 +209,7 @@ int runWorker(const std::vector<std::string>& program) {
   record.rank = id->rank;
   record.host = host;
   record.workerPid = ::getpid();
-  record.startUnixUs = io::unixMicros();
+  record.startUnixUs = comm::unixMicros();
 
   // Meet ddprun: it answers once every rank has said hello, with this rank's node index.
   Control control;
@@ -237,7 +241,7 @@ int runWorker(const std::vector<std::string>& program) {
     }
     if (!started) {  // torn down before the program began
       record.stopRequested = true;
-      record.endUnixUs = io::unixMicros();
+      record.endUnixUs = comm::unixMicros();
       writeRecord(runDir, record);
       control.send("exit " + toJson(record).dump());
       return 0;
@@ -269,7 +273,7 @@ int runWorker(const std::vector<std::string>& program) {
   } catch (const ConfigError& e) {
     relay.note(e.what());
     record.exitCode = 127;
-    record.endUnixUs = io::unixMicros();
+    record.endUnixUs = comm::unixMicros();
     writeRecord(runDir, record);
     control.send("exit " + toJson(record).dump());
     if (logFd >= 0) ::close(logFd);
@@ -281,7 +285,7 @@ int runWorker(const std::vector<std::string>& program) {
   record.programPid = child.pid();
   control.send(fmt::format("started {}", child.pid()));
 
-  Heartbeat heartbeat(runDir.empty() ? "" : fmt::format("{}/timings/rank-{:05d}.jsonl", runDir, id->rank));
+  Heartbeat heartbeat(runDir.empty() ? "" : comm::timingsPath(runDir, id->rank));
   auto nextBeatCheck = Clock::now();
   int streams[3] = {-1, out[0], err[0]};
   std::optional<ExitStatus> status;
@@ -338,7 +342,7 @@ int runWorker(const std::vector<std::string>& program) {
       }
     }
     if (!status && (status = child.poll())) {
-      record.endUnixUs = io::unixMicros();
+      record.endUnixUs = comm::unixMicros();
       drainUntil = Clock::now() + kDrainAfterExit;
     }
     const auto now = Clock::now();

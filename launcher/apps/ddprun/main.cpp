@@ -266,7 +266,6 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
 
   const bool local = plan.masterAddr == "127.0.0.1";
   o.runDir = makeRunDirectory(plan.runDir, !o.runDir.empty(), o.profile);
-  nlohmann::json attempts = nlohmann::json::array();
   for (int attempt = 0;; ++attempt) {
     std::optional<PortReservation> freshPort;  // every attempt gets its own MASTER_PORT
     if (attempt > 0) ctx.masterPort = freshPort.emplace().port();
@@ -279,12 +278,11 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
                                fs::path(o.program.front()).filename().string(), plan.hosts.size() == 1 ? plan.hosts[0].host
                                : fmt::format("{} hosts", plan.hosts.size()), plan.runDir);
     settings.attempt = attempt;
-    settings.attemptsJson = attempts.dump();
     const auto outcome = runJob(plan, controlFd, settings);
     ::close(controlFd);
     if (outcome.exitCode == 0 || outcome.interrupted || attempt >= settings.maxRestarts) return outcome.exitCode;
     const std::string kept = keepAttempt(plan.runDir, attempt, o.profile);
-    attempts.push_back({{"attempt", attempt}, {"exit_code", outcome.exitCode}, {"reason", outcome.summary}, {"files", kept}});
+    settings.earlierAttempts.push_back({{"attempt", attempt}, {"exit_code", outcome.exitCode}, {"reason", outcome.summary}, {"files", kept}});
     std::cerr << fmt::format("ddprun: attempt {} of {} failed ({}); its logs are in {}; restarting the job (--max-restarts {})\n",
                              attempt + 1, settings.maxRestarts + 1, outcome.summary, kept, settings.maxRestarts);
   }

@@ -57,6 +57,8 @@ StepRecord parseStepRecord(std::string_view line);
 
 // <runDir>/timings/rank-NNNNN.jsonl
 std::string timingsPath(const std::string& runDir, int rank);
+// The step timer's progress file beside a timings file: rank-NNNNN.jsonl -> rank-NNNNN.progress.
+std::string progressPath(const std::string& timingsPath);
 
 // Wall clock in microseconds since the Unix epoch.
 int64_t unixMicros(std::chrono::system_clock::time_point t = std::chrono::system_clock::now());

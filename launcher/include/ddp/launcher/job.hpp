@@ -5,6 +5,8 @@
 
 #include "ddp/launcher/plan.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@ struct JobSettings {
   std::string mpirun;                 // for the version in run.json
   int attempt = 0;                    // of --max-restarts: 0 first
   int maxRestarts = 0;
-  std::string attemptsJson = "[]";    // the earlier attempts, for run.json
+  nlohmann::json earlierAttempts = nlohmann::json::array();  // for run.json
 };
 
 struct JobOutcome {

@@ -5,6 +5,7 @@
 // Pure functions, unit-tested.
 
 #include "ddp/comm/environment.hpp"
+#include "ddp/launcher/process.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -66,7 +67,8 @@ struct RankRecord {
   // ddprun's verdict: "ok", "failed" (ended on its own with an error), "culprit" (the first
   // failure), "collateral" (stopped because of another rank or a signal), "lost" (no record).
   std::string status;
-  bool failed() const { return signal.has_value() || (exitCode && *exitCode != 0); }
+  ExitStatus exitStatus() const { return {exitCode, signal, peakRssKb}; }
+  bool failed() const { return exitStatus().failed(); }
   bool failedOnItsOwn() const { return failed() && !stopRequested; }
 };
 nlohmann::json toJson(const RankRecord& record);

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +22,22 @@ std::optional<uint32_t> parseIpv4(const std::string& text) {
   in_addr addr{};
   if (inet_pton(AF_INET, text.c_str(), &addr) != 1) return std::nullopt;
   return ntohl(addr.s_addr);
+}
+
+// A dotted IPv4 address as is, else the host name's first IPv4 address (as torchrun accepts
+// MASTER_ADDR=node0).
+uint32_t resolveIpv4(const std::string& address) {
+  if (auto ip = parseIpv4(address)) return *ip;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(address.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr)
+    throw ConfigError(fmt::format("'{}' is neither an IPv4 address nor a host name that resolves ({})", address,
+                                  rc != 0 ? gai_strerror(rc) : "no IPv4 address"));
+  const uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in*>(found->ai_addr)->sin_addr.s_addr);
+  freeaddrinfo(found);
+  return ip;
 }
 
 std::string names(const std::vector<NetInterface>& interfaces) {
@@ -68,12 +85,11 @@ NetInterface findInterface(const std::vector<NetInterface>& interfaces, const st
 
 NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces,
                                const std::string& address) {
-  const auto target = parseIpv4(address);
-  if (!target) throw ConfigError(fmt::format("'{}' is not an IPv4 address", address));
+  const uint32_t target = resolveIpv4(address);
   for (const auto& i : interfaces) {
-    if (i.addr == *target || inSubnet(i, *target)) return i;
+    if (i.addr == target || inSubnet(i, target)) return i;
   }
-  if ((*target >> 24) == 127) {
+  if ((target >> 24) == 127) {
     for (const auto& i : interfaces) {
       if (i.loopback) return i;
     }
@@ -84,7 +100,7 @@ NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces,
     sockaddr_in peer{};
     peer.sin_family = AF_INET;
     peer.sin_port = htons(9);
-    peer.sin_addr.s_addr = htonl(*target);
+    peer.sin_addr.s_addr = htonl(target);
     sockaddr_in local{};
     socklen_t length = sizeof local;
     const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) == 0 &&

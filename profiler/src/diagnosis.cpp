@@ -31,15 +31,52 @@ std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& t) {
     out.push_back({std::move(kind), severity, std::move(ranks), std::move(evidence), std::move(fix)});
   };
 
-  // Ranks that failed: the launcher's culprit first, the others collateral.
+  // Ranks that failed on their own: the launcher's culprit first; the ranks it stopped after
+  // that are collateral, named in one finding.
+  std::vector<int> collateral;
   for (const auto& e : run.exits) {
     if (!e.failed()) continue;
+    if (e.stopped && !e.culprit) {
+      collateral.push_back(e.rank);
+      continue;
+    }
     add("rank_failed", Severity::kCritical, {e.rank},
         fmt::format("rank {}{} {}{}", e.rank, e.host.empty() ? "" : " on " + e.host,
                     e.signal ? fmt::format("was killed by signal {}", *e.signal) : fmt::format("exited with code {}", *e.exitCode),
                     e.culprit ? " (the first failure)" : ""),
         e.signal && *e.signal == 9 ? "SIGKILL is often the kernel's OOM killer: check dmesg, lower the batch or memory use"
                                    : "read this rank's log (ranks/rank-NNNNN.log) for the error; other ranks failing after it are collateral");
+  }
+  if (!collateral.empty())
+    add("ranks_stopped", Severity::kInfo, collateral,
+        fmt::format("{} rank(s) were stopped by the launcher after another rank failed or the job was interrupted; "
+                    "they are not at fault", collateral.size()),
+        "look at the rank_failed finding (the first failure); these ranks only followed it");
+  // A restarted job: what each restart cost (steps redone since the last checkpoint).
+  for (size_t i = 0; i + 1 < run.attempts.size(); ++i) {
+    const auto& before = run.attempts[i];
+    const auto& after = run.attempts[i + 1];
+    if (!before.lastStep) {
+      add("restart", Severity::kInfo, {}, fmt::format("attempt {} failed before its first step; attempt {} started over",
+                                                      before.attempt, after.attempt),
+          "see attempts/" + std::to_string(before.attempt) + "/ranks for why it failed");
+      continue;
+    }
+    const int64_t resumed = after.firstStep.value_or(0);
+    const int64_t redone = std::max<int64_t>(0, *before.lastStep - resumed + 1);
+    const int64_t stepsBefore = *before.lastStep - before.firstStep.value_or(0) + 1;
+    const double secondsPerStep = stepsBefore > 0 ? before.stepSeconds / static_cast<double>(stepsBefore) : 0;
+    add("restart", redone > 0 ? Severity::kWarning : Severity::kInfo, {},
+        fmt::format("attempt {} failed after step {}; attempt {} {}: {} step(s) ({} samples, about {:.2f} s of training) "
+                    "were lost and done again",
+                    before.attempt, *before.lastStep, after.attempt,
+                    !after.firstStep ? "wrote no timings" : resumed == 0 ? "started from step 0 (no checkpoint)"
+                                                                          : fmt::format("resumed from the checkpoint at step {}", resumed),
+                    redone, redone * before.samplesPerStep, static_cast<double>(redone) * secondsPerStep),
+        redone > 0 ? "checkpoint more often (train --checkpoint-every N) so that a restart redoes less; find why attempt " +
+                         std::to_string(before.attempt) + " failed in attempts/" + std::to_string(before.attempt) + "/ranks"
+                   : "nothing was lost; find why attempt " + std::to_string(before.attempt) + " failed in attempts/" +
+                         std::to_string(before.attempt) + "/ranks");
   }
   if (run.nccl) {
     const auto& n = *run.nccl;

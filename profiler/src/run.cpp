@@ -43,7 +43,9 @@ std::optional<json> readJsonFile(const fs::path& path, std::vector<std::string>&
   }
 }
 
-void loadTimings(const fs::path& file, RunData& run) {
+using TimingsByRank = std::map<int, std::vector<comm::StepRecord>>;
+
+void loadTimings(const fs::path& file, TimingsByRank& timings, std::vector<std::string>& problems) {
   std::ifstream in(file);
   std::vector<comm::StepRecord> records;
   size_t lineNo = 0, bad = 0;
@@ -57,20 +59,20 @@ void loadTimings(const fs::path& file, RunData& run) {
       if (bad++ == 0) firstProblem = fmt::format("{}:{}: {}", file.string(), lineNo, e.what());
     }
   }
-  if (bad == 1) run.problems.push_back(firstProblem);
-  if (bad > 1) run.problems.push_back(fmt::format("{} ({} unusable lines in this file; the first shown)", firstProblem, bad));
+  if (bad == 1) problems.push_back(firstProblem);
+  if (bad > 1) problems.push_back(fmt::format("{} ({} unusable lines in this file; the first shown)", firstProblem, bad));
   if (records.empty()) {
-    if (bad == 0) run.problems.push_back(fmt::format("{}: empty", file.string()));
+    if (bad == 0) problems.push_back(fmt::format("{}: empty", file.string()));
     return;
   }
   const int rank = records.front().rank;
   std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
-  auto& slot = run.timings[rank];
-  if (!slot.empty()) run.problems.push_back(fmt::format("{}: rank {} also has another timings file; merged", file.string(), rank));
+  auto& slot = timings[rank];
+  if (!slot.empty()) problems.push_back(fmt::format("{}: rank {} also has another timings file; merged", file.string(), rank));
   slot.insert(slot.end(), records.begin(), records.end());
   for (const auto& r : records) {
     if (r.rank != rank) {
-      run.problems.push_back(fmt::format("{}: holds records of ranks {} and {}", file.string(), rank, r.rank));
+      problems.push_back(fmt::format("{}: holds records of ranks {} and {}", file.string(), rank, r.rank));
       break;
     }
   }
@@ -89,7 +91,63 @@ void loadExit(const fs::path& file, RunData& run) {
   if (auto it = object->find("signal"); it != object->end() && it->is_number_integer()) exit.signal = it->get<int>();
   if (auto it = object->find("host"); it != object->end() && it->is_string()) exit.host = it->get<std::string>();
   if (auto it = object->find("culprit"); it != object->end() && it->is_boolean()) exit.culprit = it->get<bool>();
+  if (auto it = object->find("stop_requested"); it != object->end() && it->is_boolean()) exit.stopped = it->get<bool>();
   run.exits.push_back(exit);
+}
+
+AttemptSteps summarise(int attempt, const TimingsByRank& timings) {
+  AttemptSteps out;
+  out.attempt = attempt;
+  for (const auto& [rank, records] : timings) {
+    for (const auto& r : records) {
+      out.firstStep = std::min(out.firstStep.value_or(r.step), r.step);
+      out.lastStep = std::max(out.lastStep.value_or(r.step), r.step);
+    }
+  }
+  if (!timings.empty()) {
+    const auto& lowest = timings.begin()->second;
+    for (const auto& r : lowest) out.stepSeconds += r.stepMs / 1e3;
+    for (const auto& [rank, records] : timings)
+      if (!records.empty()) out.samplesPerStep += records.front().samples;
+  }
+  return out;
+}
+
+void loadBench(const fs::path& file, RunData& run) {
+  auto object = readJsonFile(file, run.problems);
+  if (!object) return;
+  if (!object->is_object() || !object->contains("rows") || !(*object)["rows"].is_array()) {
+    run.problems.push_back(fmt::format("{}: not a ddpbench --json result (no \"rows\")", file.string()));
+    return;
+  }
+  const std::string backend = object->value("backend", "");
+  const int nranks = object->value("nranks", 0);
+  for (const auto& row : (*object)["rows"]) {
+    if (!row.is_object() || !row.contains("bytes") || !row.contains("busbw_gbps")) continue;
+    BenchRow b;
+    b.backend = backend;
+    b.nranks = nranks;
+    b.op = row.value("op", "");
+    b.bytes = row.value("bytes", int64_t{0});
+    b.timeUs = row.value("time_us", 0.0);
+    b.algbwGbps = row.value("algbw_gbps", 0.0);
+    b.busbwGbps = row.value("busbw_gbps", 0.0);
+    run.bench.push_back(b);
+  }
+}
+
+// attempts/0, attempts/1, ... in numeric order.
+std::vector<std::pair<int, fs::path>> attemptDirs(const fs::path& root) {
+  std::vector<std::pair<int, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(root / "attempts", ec)) return out;
+  for (const auto& entry : fs::directory_iterator(root / "attempts", ec)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_directory(ec) && !name.empty() && name.find_first_not_of("0123456789") == std::string::npos && name.size() < 6)
+      out.emplace_back(std::stoi(name), entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace
@@ -113,15 +171,32 @@ RunData loadRun(const std::string& dir) {
       if (auto it = object->find("command"); it != object->end() && it->is_array())
         for (const auto& arg : *it)
           if (arg.is_string()) run.command.push_back(arg.get<std::string>());
+      if (auto it = object->find("hosts"); it != object->end() && it->is_array())
+        for (const auto& h : *it)
+          if (h.is_object() && h.contains("host") && h["host"].is_string()) run.hosts.insert(h["host"].get<std::string>());
     }
   }
-  for (const auto& file : timingFiles) loadTimings(file, run);
+  for (const auto& file : timingFiles) loadTimings(file, run.timings, run.problems);
   for (const auto& file : exitFiles) loadExit(file, run);
   if (!ncclFiles.empty()) {
     std::vector<std::string> paths;
     for (const auto& f : ncclFiles) paths.push_back(f.string());
     run.nccl = readNcclLogs(paths);
   }
+  for (const auto& file : filesIn(root, ".json"))
+    if (file.filename().string().rfind("ddpbench", 0) == 0) loadBench(file, run);
+  // Hosts where ranks really ran beat the hosts the job was given.
+  std::set<std::string> exitHosts;
+  for (const auto& e : run.exits)
+    if (!e.host.empty()) exitHosts.insert(e.host);
+  if (!exitHosts.empty()) run.hosts = exitHosts;
+  if (run.hosts.empty() && run.nccl) run.hosts = run.nccl->hosts;
+  for (const auto& [attempt, path] : attemptDirs(root)) {
+    TimingsByRank earlier;
+    for (const auto& file : filesIn(path / "timings", ".jsonl")) loadTimings(file, earlier, run.problems);
+    run.attempts.push_back(summarise(attempt, earlier));
+  }
+  if (!run.attempts.empty()) run.attempts.push_back(summarise(run.attempts.back().attempt + 1, run.timings));
   if (!run.worldSize) {
     for (const auto& [rank, records] : run.timings)
       for (const auto& r : records)

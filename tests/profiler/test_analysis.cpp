@@ -5,6 +5,7 @@
 #include "ddp/profiler/report.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -233,5 +234,52 @@ TEST_CASE("the run loader keeps what is sound and names every bad line", "[profi
   fs::create_directories(dir);
   CHECK_THROWS_WITH(loadRun(dir.string()), Catch::Contains("is not a run directory"));
   CHECK_THROWS_WITH(loadRun((dir / "nope").string()), Catch::Contains("is not a directory"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a restarted run: what the restart redid, collateral ranks, hosts and ddpbench rows", "[profiler][run]") {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("ddprof-restart-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (auto sub : {"timings", "ranks", "attempts/0/timings"}) fs::create_directories(dir / sub);
+  auto steps = [](const fs::path& file, int rank, int from, int to) {
+    std::ofstream out(file);
+    for (int step = from; step <= to; ++step) {
+      StepRecord r;
+      r.rank = rank;
+      r.worldSize = 2;
+      r.step = step;
+      r.samples = 8;
+      r.stepMs = 100;
+      out << ddp::comm::formatStepRecord(r) << "\n";
+    }
+  };
+  for (int rank : {0, 1}) {
+    steps(dir / "attempts/0/timings" / fmt::format("rank-{:05}.jsonl", rank), rank, 0, 22);
+    steps(dir / "timings" / fmt::format("rank-{:05}.jsonl", rank), rank, 20, 39);
+  }
+  std::ofstream(dir / "ranks" / "rank-00000.exit.json") << R"({"rank":0,"signal":15,"host":"sim0","stop_requested":true})";
+  std::ofstream(dir / "ranks" / "rank-00001.exit.json") << R"({"rank":1,"exit_code":3,"host":"sim1","culprit":true})";
+  std::ofstream(dir / "ddpbench.json") << R"({"backend":"gloo","nranks":2,"rows":[{"op":"allreduce","bytes":1024,"time_us":50,"algbw_gbps":0.02,"busbw_gbps":0.02}]})";
+  auto run = loadRun(dir.string());
+  CHECK(run.problems.empty());
+  CHECK(run.hosts == std::set<std::string>{"sim0", "sim1"});
+  REQUIRE(run.bench.size() == 1);
+  CHECK(run.bench[0].busbwGbps == Approx(0.02));
+  REQUIRE(run.attempts.size() == 2);
+  CHECK(run.attempts[0].lastStep == 22);
+  CHECK(run.attempts[1].firstStep == 20);
+  auto findings = diagnose(run, analyseTimings(run));
+  std::string restart, stopped;
+  int failed = 0;
+  for (const auto& f : findings) {
+    if (f.kind == "restart") restart = f.evidence;
+    if (f.kind == "ranks_stopped") stopped = f.evidence + " " + std::to_string(f.ranks.at(0));
+    failed += f.kind == "rank_failed";
+  }
+  CHECK(failed == 1);  // the culprit only; rank 0 was stopped because of it
+  CHECK_THAT(stopped, Catch::Contains("1 rank(s) were stopped") && Catch::EndsWith(" 0"));
+  CHECK_THAT(restart, Catch::Contains("attempt 0 failed after step 22; attempt 1 resumed from the checkpoint at step 20: "
+                                      "3 step(s) (48 samples, about 0.30 s of training)"));
   fs::remove_all(dir);
 }

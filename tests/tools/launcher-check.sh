@@ -116,7 +116,7 @@ case $1 in
     common=(--model cnn --batch-size 4 --steps 40 --checkpoint-every 10 --log-every 100)
     "$DDPRUN" --log-level warn --run-dir "$work/straight" -np 2 "$TRAIN" "${common[@]}" --checkpoint "$work/ckpt-a" \
       --resume --dump-params "$work/straight.bin" >/dev/null
-    "$DDPRUN" --run-dir "$work/run" --max-restarts 1 -np 2 "$TRAIN" "${common[@]}" --checkpoint "$work/ckpt-b" --resume \
+    "$DDPRUN" --profile --run-dir "$work/run" --max-restarts 1 -np 2 "$TRAIN" "${common[@]}" --checkpoint "$work/ckpt-b" --resume \
       --fault 1:20:exit:3 --fault-once --dump-params "$work/restarted.bin" 2>err.txt | tee out.txt
     cat err.txt
     grep -q "attempt 1 of 2 failed (rank 1 failed: exit code 3); its logs are in attempts/0; restarting" err.txt || fail "restart line"
@@ -124,6 +124,9 @@ case $1 in
     [[ $(field "$work/run/attempts/0/ranks/rank-00001.exit.json" exit_code) == 3 ]] || fail "attempt 0's record"
     [[ $(field "$work/run/run.json" attempt) == 1 && $(field "$work/run/run.json" status) == succeeded ]] || fail "run.json"
     [[ $(field "$work/run/run.json" earlier_attempts 0 exit_code) == 3 ]] || fail "run.json earlier_attempts"
+    # The report says what the restart cost: the fault fired in step 20, the checkpoint was at 20.
+    grep -q "attempt 0 failed after step 19; attempt 1 resumed from the checkpoint at step 20: 0 step(s)" \
+      "$work/run/report.txt" || fail "the report's restart finding"
     "$PARAM_DIFF" "$work/straight.bin" "$work/restarted.bin" 0 ;;
   hang)
     set +e

@@ -23,9 +23,9 @@ std::vector<NetInterface> listInterfaces();
 // The interface named `name`; throws ConfigError listing the interfaces when there is none.
 NetInterface findInterface(const std::vector<NetInterface>& interfaces, const std::string& name);
 
-// The local interface whose subnet holds `address` (dotted IPv4), else the one the kernel
-// routes `address` through; throws ConfigError when `address` is not an IPv4 address or no
-// interface reaches it.
+// The local interface whose subnet holds `address` (dotted IPv4, or a host name resolved to its
+// first IPv4 address), else the one the kernel routes it through; throws ConfigError when
+// `address` does not resolve or no interface reaches it.
 NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces,
                                const std::string& address);
 

@@ -18,9 +18,10 @@ struct StepTimerOptions {
   int rank = 0;
   int worldSize = 0;
   // Lines are written when this much is buffered, or when flushInterval has passed since the
-  // last write (so the file doubles as a heartbeat), and at flush() and destruction.
+  // last write, and at flush() and destruction. The default writes every step's line when the
+  // step ends (one write), so a rank that crashes or is killed loses only the step under way.
   size_t bufferBytes = 64 * 1024;
-  std::chrono::milliseconds flushInterval{1000};
+  std::chrono::milliseconds flushInterval{0};
 
   // path = $DDPRUN_RUN_DIR/timings/rank-NNNNN.jsonl when DDPRUN_RUN_DIR is set, else empty.
   // Beside it, rank-NNNNN.progress holds "STEP PHASE" of the phase under way ("STEP done" after

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,25 @@ struct RankExit {
   std::optional<int> exitCode, signal;
   std::string host;
   bool culprit = false;  // the launcher named this rank the first failure
+  bool stopped = false;  // the launcher stopped it (collateral of another rank's failure, or Ctrl-C)
   bool failed() const { return (exitCode && *exitCode != 0) || signal.has_value(); }
+};
+
+// One row of a ddpbench --json file found in the run directory (docs/ddpbench.md).
+struct BenchRow {
+  std::string backend, op;
+  int nranks = 0;
+  int64_t bytes = 0;
+  double timeUs = 0, algbwGbps = 0, busbwGbps = 0;
+};
+
+// What one attempt of a restarted job got through, from its timings (attempts/K/timings for the
+// earlier ones, timings/ for the last).
+struct AttemptSteps {
+  int attempt = 0;
+  std::optional<int64_t> firstStep, lastStep;  // none: the attempt wrote no timings
+  double stepSeconds = 0;                      // rank 0's (else the lowest rank's) step time, summed
+  int64_t samplesPerStep = 0;                  // over all ranks
 };
 
 struct RunData {
@@ -28,6 +47,9 @@ struct RunData {
   std::optional<int> worldSize;       // run.json "np", else the records' world_size
   std::vector<std::string> command;   // run.json "command": program and arguments
   std::optional<NcclFacts> nccl;      // when nccl/*.log exist
+  std::set<std::string> hosts;        // where ranks ran: exit records, else run.json "hosts", else NCCL
+  std::vector<BenchRow> bench;        // ddpbench*.json in the run directory
+  std::vector<AttemptSteps> attempts; // when the job was restarted: every attempt, in order
   std::vector<std::string> problems;  // "file:line: what", in reading order
 };
 

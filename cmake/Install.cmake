@@ -8,6 +8,7 @@ install(TARGETS ddp_comm EXPORT ddprunTargets
 install(TARGETS ddpbench ddprof ddprun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS ddp_profiler EXPORT ddprunTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/profiler/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/profiler/data/instances.json DESTINATION ${CMAKE_INSTALL_DATADIR}/ddprun)
 set(DDP_CONFIG_DEPENDENCIES "")
 if(DDP_HAVE_TORCH)
   # ddp::torch (DistributedDataParallel) for LibTorch projects, and the train example.

@@ -165,6 +165,19 @@ TimingAnalysis analyseTimings(const RunData& run) {
   return a;
 }
 
+std::optional<std::string> notTheSameJob(const RunData& a, const RunData& b) {
+  if (!a.command.empty() && !b.command.empty()) {
+    auto base = [](const std::string& path) { return path.substr(path.rfind('/') + 1); };
+    if (base(a.command.front()) != base(b.command.front()))
+      return fmt::format("{} runs {}, {} runs {}", a.dir, a.command.front(), b.dir, b.command.front());
+  }
+  for (const char* option : {"--model", "--data"}) {
+    auto x = commandOption(a.command, option), y = commandOption(b.command, option);
+    if (x && y && *x != *y) return fmt::format("{} trains {} {}, {} trains {} {}", a.dir, option, *x, b.dir, option, *y);
+  }
+  return std::nullopt;
+}
+
 Scaling analyseScaling(const std::vector<RunData>& runs) {
   struct Point {
     const RunData* run;
@@ -181,16 +194,8 @@ Scaling analyseScaling(const std::vector<RunData>& runs) {
   }
   std::sort(points.begin(), points.end(), [](const Point& x, const Point& y) { return x.timing.ranks.size() < y.timing.ranks.size(); });
   const auto& base = points.front();
-  const auto baseModel = commandOption(base.run->command, "--model");
-  for (const auto& p : points) {
-    auto model = commandOption(p.run->command, "--model");
-    if (baseModel && model && *model != *baseModel)
-      throw ConfigError(fmt::format("runs are not comparable: {} trains {}, {} trains {}", base.run->dir, *baseModel,
-                                    p.run->dir, *model));
-    if (!base.run->command.empty() && !p.run->command.empty() && base.run->command.front() != p.run->command.front())
-      throw ConfigError(fmt::format("runs are not comparable: {} runs {}, {} runs {}", base.run->dir,
-                                    base.run->command.front(), p.run->dir, p.run->command.front()));
-  }
+  for (const auto& p : points)
+    if (auto why = notTheSameJob(*base.run, *p.run)) throw ConfigError("runs are not comparable: " + *why);
   Scaling s;
   bool weak = true, strong = true;
   for (const auto& p : points) {

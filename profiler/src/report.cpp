@@ -1,8 +1,12 @@
 #include "ddp/profiler/report.hpp"
 
 #include "ddp/comm/files.hpp"
+#include "ddp/profiler/trace.hpp"
+#include "html.hpp"
 
 #include <fmt/format.h>
+
+#include <cmath>
 
 namespace ddp::profiler {
 namespace {
@@ -136,6 +140,85 @@ std::string renderReportMarkdown(const Report& r) {
   return out;
 }
 
+std::string renderReportHtml(const Report& r) {
+  const auto& t = r.timing;
+  html::Page page("ddprof report: " + r.run.dir);
+  page.heading(1, "ddprof report");
+  page.raw("<p class=\"muted\">" + html::escape(r.run.dir) + "</p>\n");
+  page.heading(2, "Findings");
+  if (r.findings.empty()) page.paragraph("No rule found a problem.");
+  for (const auto& f : r.findings)
+    page.raw(fmt::format("<div class=\"finding {0}\"><b>{0}</b> <code>{1}</code>{2}: {3}<div class=\"fix\">Fix: {4}</div></div>\n",
+                         severityName(f.severity), html::escape(f.kind),
+                         f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")", html::escape(f.evidence),
+                         html::escape(f.fix)));
+  if (t.stepsAnalysed > 0) {
+    page.heading(2, "Steps");
+    page.table({"ranks", "steps analysed", "step ms (median)", "step ms (p95)", "samples/s", "exposed communication", "imbalance"},
+               {{std::to_string(t.ranks.size()), std::to_string(t.stepsAnalysed), fmt::format("{:.2f}", t.stepMsMedian),
+                 fmt::format("{:.2f}", t.stepMsP95), fmt::format("{:.1f}", t.samplesPerSecond), pct(t.exposedCommShare),
+                 fmt::format("{:.2f}", t.imbalanceRun)}});
+    std::vector<std::string> phases;
+    for (Phase p : comm::kPhases) phases.emplace_back(comm::phaseName(p));
+    std::vector<html::Series> bars;
+    for (const auto& rank : t.ranks)
+      bars.push_back({fmt::format("rank {}", rank.rank), {rank.phaseMsMean.begin(), rank.phaseMsMean.end()}});
+    page.raw(html::stackedBars("Step phases per rank (mean ms per step)", phases, bars, "ms"));
+    std::vector<double> xs(t.matrixSteps.begin(), t.matrixSteps.end());
+    std::vector<html::Series> lines;
+    for (size_t i = 0; i < t.ranks.size(); ++i) lines.push_back({fmt::format("rank {}", t.ranks[i].rank), t.stepMatrix[i]});
+    page.raw(html::lineChart("Step time over the run", xs, lines, "step", "ms"));
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& rank : t.ranks)
+      rows.push_back({std::to_string(rank.rank), std::to_string(rank.steps), fmt::format("{:.2f}", rank.stepMsMedian),
+                      fmt::format("{:.2f}", rank.computeMsMedian), fmt::format("{:.2f}", rank.phaseMsMean[static_cast<size_t>(Phase::kData)]),
+                      fmt::format("{:.2f}", rank.phaseMsMean[static_cast<size_t>(Phase::kCommWait)]),
+                      fmt::format("{:.2f}", rank.commMsMean), pct(rank.slowestShare)});
+    page.table({"rank", "steps", "step ms", "compute ms", "data ms", "comm wait ms", "comm ms", "slowest in"}, rows);
+  }
+  if (r.run.nccl && !r.run.nccl->edges.empty()) {
+    const auto& n = *r.run.nccl;
+    int ranks = n.nranks.value_or(0);
+    for (const auto& [key, edge] : n.edges) ranks = std::max({ranks, edge.from + 1, edge.to + 1});
+    std::vector<std::string> labels, classes;
+    for (int i = 0; i < ranks; ++i) labels.push_back(std::to_string(i));
+    std::vector<std::vector<std::string>> cells(ranks, std::vector<std::string>(ranks));
+    for (const auto& [key, edge] : n.edges) {
+      std::string name(transportClassName(edge.transport));
+      auto& cell = cells[edge.from][edge.to];
+      cell = cell.empty() ? name : cell + "+" + name;
+      if (std::find(classes.begin(), classes.end(), cell) == classes.end()) classes.push_back(cell);
+    }
+    page.heading(2, "Transports between ranks");
+    page.raw(html::grid("NCCL transport, rank (row) to rank (column)", labels, cells, classes));
+  }
+  if (!r.run.bench.empty()) {
+    std::map<std::string, std::map<int64_t, double>> curves;  // "op backend np" -> bytes -> busbw
+    for (const auto& b : r.run.bench) {
+      auto& v = curves[fmt::format("{} {} np{}", b.op, b.backend, b.nranks)][b.bytes];
+      v = std::max(v, b.busbwGbps);
+    }
+    std::set<int64_t> sizes;
+    for (const auto& [name, curve] : curves)
+      for (const auto& [bytes, bw] : curve) sizes.insert(bytes);
+    std::vector<double> xs(sizes.begin(), sizes.end());
+    std::vector<html::Series> series;
+    for (const auto& [name, curve] : curves) {
+      html::Series s{name, {}};
+      for (auto bytes : sizes) s.values.push_back(curve.count(bytes) ? curve.at(bytes) : std::nan(""));
+      series.push_back(std::move(s));
+    }
+    page.heading(2, "ddpbench bus bandwidth");
+    page.raw(html::lineChart("busbw by message size", xs, series, "bytes", "GB/s", true));
+  }
+  if (r.run.nccl) page.raw("<h2>NCCL</h2><pre>" + html::escape(renderNcclSummary(*r.run.nccl)) + "</pre>\n");
+  if (!r.run.problems.empty()) {
+    page.heading(2, "Problems reading the run directory");
+    for (const auto& p : r.run.problems) page.paragraph(p);
+  }
+  return page.finish();
+}
+
 json scalingJson(const Scaling& s) {
   json points = json::array();
   for (const auto& p : s.points)
@@ -157,17 +240,38 @@ std::string renderScalingText(const Scaling& s) {
   return out;
 }
 
+std::string renderScalingHtml(const Scaling& s) {
+  html::Page page("ddprof scaling");
+  page.heading(1, s.kind + " scaling");
+  std::vector<double> xs;
+  html::Series measured{"measured", {}}, ideal{"ideal", {}};
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : s.points) {
+    xs.push_back(p.worldSize);
+    measured.values.push_back(p.samplesPerSecond);
+    ideal.values.push_back(p.idealSamplesPerSecond);
+    rows.push_back({std::to_string(p.worldSize), fmt::format("{:.2f}", p.stepMs), fmt::format("{:.2f}", p.idealStepMs),
+                    fmt::format("{:.1f}", p.samplesPerSecond), fmt::format("{:.1f}", p.idealSamplesPerSecond),
+                    pct(p.efficiency), p.dir});
+  }
+  page.raw(html::lineChart("Throughput against ideal", xs, {measured, ideal}, "ranks", "samples/s", false, {"ideal"}));
+  page.table({"ranks", "step ms", "ideal ms", "samples/s", "ideal", "efficiency", "run"}, rows);
+  return page.finish();
+}
+
 RenderedReport reportRun(const std::string& dir, bool write) {
   auto run = loadRun(dir);
   auto timing = analyseTimings(run);
   auto findings = diagnose(run, timing);
   Report report{run, timing, findings};
   RenderedReport out{renderReportText(report), reportJson(report).dump(2) + "\n", renderReportMarkdown(report),
-                     run.problems, timing.stepsAnalysed > 0 || run.nccl || !run.exits.empty()};
+                     renderReportHtml(report), run.problems, timing.stepsAnalysed > 0 || run.nccl || !run.exits.empty()};
   if (write) {
     ddp::writeFileAtomically(dir + "/report.txt", out.text);
     ddp::writeFileAtomically(dir + "/report.json", out.json);
     ddp::writeFileAtomically(dir + "/report.md", out.markdown);
+    ddp::writeFileAtomically(dir + "/report.html", out.html);
+    if (!run.timings.empty()) ddp::writeFileAtomically(dir + "/trace.json", traceJson(run).dump() + "\n");
   }
   return out;
 }

@@ -82,6 +82,9 @@ struct Scaling {
   std::vector<ScalingPoint> points;  // by world size
 };
 
+// Why two runs are not the same job (another program, or another --model or --data), if they are not.
+std::optional<std::string> notTheSameJob(const RunData& a, const RunData& b);
+
 // Throws ConfigError with the reason when the runs are not the same job at different sizes.
 Scaling analyseScaling(const std::vector<RunData>& runs);
 

@@ -19,11 +19,14 @@ struct Report {
 nlohmann::json reportJson(const Report& report);
 std::string renderReportText(const Report& report);
 std::string renderReportMarkdown(const Report& report);
+// report.html: one self-contained page (inline CSS and SVG; docs/report-html.md).
+std::string renderReportHtml(const Report& report);
 
-// A run directory loaded, analysed and rendered; with write, report.txt, report.json and
-// report.md are also written into it (atomically). Used by `ddprof report` and `ddprun --profile`.
+// A run directory loaded, analysed and rendered; with write, report.txt, report.json, report.md,
+// report.html and (with timings) trace.json are also written into it (atomically). Used by
+// `ddprof report` and `ddprun --profile`.
 struct RenderedReport {
-  std::string text, json, markdown;
+  std::string text, json, markdown, html;
   std::vector<std::string> problems;  // what could not be read ("file:line: what")
   bool usable = false;                // timings, NCCL logs or exit records were found
 };
@@ -31,5 +34,6 @@ RenderedReport reportRun(const std::string& dir, bool write);
 
 nlohmann::json scalingJson(const Scaling& scaling);
 std::string renderScalingText(const Scaling& scaling);
+std::string renderScalingHtml(const Scaling& scaling);
 
 }  // namespace ddp::profiler

@@ -1,0 +1,199 @@
+// The instance decoder, `ddprof compare` on runs with known timings and prices, trace.json and
+// the HTML renderers, on constructed runs with known answers.
+#include "ddp/comm/error.hpp"
+#include "ddp/profiler/compare.hpp"
+#include "ddp/profiler/report.hpp"
+#include "ddp/profiler/trace.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+using namespace ddp::profiler;
+using ddp::comm::Phase;
+using ddp::comm::StepRecord;
+
+namespace {
+
+// `ranks` ranks on `hosts` hosts (ranks split evenly), `steps` steps of stepMs each, `samples`
+// per rank per step, commWaitMs exposed; host k's clock runs skewUs[k] ahead. Each step has two
+// bucket allreduces that start on every rank within 0.1 ms of each other (by true time) and end
+// together.
+RunData makeJob(const std::string& dir, int ranks, int hosts, double stepMs, double commWaitMs, int64_t samples,
+                std::vector<double> skewUs = {}, int steps = 20) {
+  RunData run;
+  run.dir = dir;
+  run.worldSize = ranks;
+  run.command = {"/usr/bin/train", "--model", "cnn"};
+  skewUs.resize(static_cast<size_t>(hosts), 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    const int host = r * hosts / ranks;
+    const std::string name = fmt::format("h{}", host);
+    run.hosts.insert(name);
+    run.exits.push_back({r, 0, std::nullopt, name, false, false});
+    for (int step = 0; step < steps; ++step) {
+      StepRecord rec;
+      rec.rank = r;
+      rec.worldSize = ranks;
+      rec.step = step;
+      const double trueStart = 1e15 + step * stepMs * 1e3;
+      rec.startUnixUs = static_cast<int64_t>(trueStart + skewUs[static_cast<size_t>(host)]);
+      rec.samples = samples;
+      rec.stepMs = stepMs;
+      rec.phaseMs(Phase::kForward) = (stepMs - commWaitMs) / 2;
+      rec.phaseMs(Phase::kBackward) = (stepMs - commWaitMs) / 2;
+      rec.phaseMs(Phase::kCommWait) = commWaitMs;
+      for (int b = 0; b < 2; ++b) {
+        const double start = trueStart + (b + 1) * stepMs * 200 + 20.0 * r;  // ranks start 20 us apart
+        const double end = trueStart + (b + 1) * stepMs * 200 + 500;           // all end together
+        rec.collectives.push_back({ddp::comm::CollectiveOp::kAllreduce, b, 1 << 20,
+                                   static_cast<int64_t>(start + skewUs[static_cast<size_t>(host)]), (end - start) / 1e3});
+      }
+      run.timings[r].push_back(rec);
+    }
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("instance names decode, bad ones say why", "[profiler][instances]") {
+  auto i = decodeInstance("ecs.gn7i-c16g1.16xlarge");
+  CHECK(i.family.family == "gn7i");
+  CHECK(i.family.gpu == "NVIDIA A10");
+  CHECK(i.vcpus == 16);
+  CHECK(i.gpus == 1);
+  CHECK(i.size == "16xlarge");
+  auto e = decodeInstance("ecs.ebmgn7e-c32g1.32xlarge");
+  CHECK(e.family.bareMetal);
+  CHECK(e.family.nvlink);
+  CHECK(decodeInstance("gn7-c96g8.24xlarge").gpus == 8);
+  CHECK_FALSE(decodeInstance("gn6v").gpus.has_value());
+  CHECK(instanceCatalog().size() == 6);
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn8i-c16g1.16xlarge"), Catch::Contains("unknown family 'gn8i'") &&
+                                                                 Catch::Contains("did you mean gn7i?"));
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn7i_c16g1"), Catch::Contains("is not an instance name") &&
+                                                        Catch::Contains("ecs.<family>-c<vCPUs>g<GPUs>.<size>"));
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn7i-c16g0.4xlarge"), Catch::Contains("is not an instance"));
+  CHECK_THROWS_WITH(decodeInstance(""), Catch::Contains("is not an instance name"));
+}
+
+TEST_CASE("compare: throughput, efficiency and cost from known timings and prices", "[profiler][compare]") {
+  // A: 8 ranks on 1 host, 100 ms steps, 32 samples per rank -> 2560 samples/s.
+  // B: 8 ranks on 2 hosts, 125 ms steps, 25 ms exposed      -> 2048 samples/s.
+  auto a = makeJob("runs/nvlink", 8, 1, 100, 5, 32);
+  auto b = makeJob("runs/eri", 8, 2, 125, 25, 32);
+  CompareOptions o;
+  o.a.pricePerHour = 40;  // one instance: 40 per hour
+  o.b.pricePerHour = 12;  // two instances: 24 per hour
+  o.a.instance = decodeInstance("ecs.gn7-c96g8.24xlarge");
+  o.datasetSize = 1'000'000;
+  auto c = compareRuns(a, b, o);
+  CHECK(c.a.samplesPerSecond == Approx(2560));
+  CHECK(c.b.samplesPerSecond == Approx(2048));
+  CHECK(c.a.instances == 1);
+  CHECK(c.b.instances == 2);
+  CHECK(c.b.exposedCommShare == Approx(0.2));
+  CHECK(c.b.parallelEfficiency == Approx(0.8));
+  CHECK(*c.a.costPerHour == Approx(40));
+  CHECK(*c.b.costPerHour == Approx(24));
+  // cost per 1 M samples = cost per hour / (samples/s * 3600) * 1e6
+  CHECK(*c.a.costPerMillionSamples == Approx(40 / (2560.0 * 3600) * 1e6));  // 4.340
+  CHECK(*c.b.costPerMillionSamples == Approx(24 / (2048.0 * 3600) * 1e6));  // 3.255
+  CHECK(*c.a.epochHours == Approx(1e6 / 2560 / 3600));
+  CHECK(*c.b.costPerEpoch == Approx(1e6 / 2048 / 3600 * 24));
+  REQUIRE(c.verdict.size() >= 2);
+  CHECK_THAT(c.verdict.front(), Catch::StartsWith("nvlink trains 1.25x faster"));
+  CHECK_THAT(c.verdict.back(), Catch::StartsWith("eri is 1.33x cheaper per sample") &&
+                                   Catch::Contains("3.255 against 4.34 per 1 M samples"));
+  auto json = compareJson(c);
+  CHECK(json["a"]["instance"]["family"] == "gn7");
+  CHECK(json["b"]["cost_per_1m_samples"].get<double>() == Approx(3.2552).epsilon(1e-3));
+  CHECK_THAT(renderCompareText(c), Catch::Contains("cost per 1 M samples") && Catch::Contains("4.34") &&
+                                      Catch::Contains("2 (h0, h1)"));
+  CHECK_THAT(renderCompareMarkdown(c), Catch::Contains("| cost per 1 M samples | 4.34 | 3.255 |"));
+  const auto page = renderCompareHtml(c);
+  CHECK_THAT(page, Catch::Contains("<svg") && Catch::Contains("data-v=\"2560.00\"") && Catch::Contains("data-v=\"3.26\""));
+  CHECK(page.find("<script") == std::string::npos);
+}
+
+TEST_CASE("compare: different jobs are refused, missing parts are said", "[profiler][compare]") {
+  auto a = makeJob("runs/a", 2, 1, 10, 1, 8);
+  auto b = makeJob("runs/b", 2, 1, 10, 1, 8);
+  b.command = {"/usr/bin/train", "--model", "resnet18"};
+  CHECK_THROWS_WITH(compareRuns(a, b, {}), Catch::Contains("different jobs") && Catch::Contains("--model cnn") &&
+                                              Catch::Contains("--model resnet18"));
+  b.command = {"/opt/other_prog"};
+  CHECK_THROWS_WITH(compareRuns(a, b, {}), Catch::Contains("different jobs") && Catch::Contains("other_prog"));
+  RunData empty;
+  empty.dir = "runs/empty";
+  empty.exits = {{0, 1, std::nullopt, "h", false, false}};
+  auto c = compareRuns(a, empty, {});
+  CHECK_FALSE(c.b.timed);
+  CHECK_THAT(renderCompareText(c), Catch::Contains("missing in empty: no step timings"));
+  RunData none = empty;
+  CHECK_THROWS_WITH(compareRuns(none, empty, {}), Catch::Contains("nothing to compare"));
+  CHECK_THROWS_WITH(parsePositive("-2", "--price-a"), Catch::Contains("--price-a -2 must be greater than 0"));
+  CHECK_THROWS_WITH(parsePositive("12$", "--price-b"), Catch::Contains("--price-b '12$' is not a number"));
+  CHECK_THROWS_WITH(parsePositive("nan", "--price-b"), Catch::Contains("is not a number"));
+  CHECK(parsePositive("0.75", "--price-a") == Approx(0.75));
+}
+
+TEST_CASE("trace.json: one process per rank, phases inside their steps, clocks aligned", "[profiler][trace]") {
+  // Host h1's clock runs 5 s ahead of h0's.
+  auto run = makeJob("runs/skewed", 4, 2, 50, 5, 8, {0, 5e6});
+  const auto offsets = estimateClockOffsets(run);
+  REQUIRE(offsets.count("h1"));
+  CHECK(offsets.at("h0") == 0);
+  CHECK(offsets.at("h1") == Approx(5e6).margin(100));  // within 0.1 ms of the true 5 s
+  const auto trace = traceJson(run);
+  std::set<int> pids;
+  std::map<std::pair<int, int64_t>, std::pair<double, double>> steps;
+  int phases = 0, buckets = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    REQUIRE(e.contains("ph"));
+    REQUIRE(e.contains("pid"));
+    if (e["ph"] == "M") {
+      if (e["name"] == "process_name") pids.insert(e["pid"].get<int>());
+      continue;
+    }
+    REQUIRE(e["ph"] == "X");
+    REQUIRE(e["dur"].get<double>() >= 0);
+    if (e["cat"] == "step")
+      steps[{e["pid"].get<int>(), std::stoll(e["name"].get<std::string>().substr(5))}] = {e["ts"].get<double>(),
+                                                                                            e["ts"].get<double>() + e["dur"].get<double>()};
+  }
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["cat"] == "step") continue;
+    const auto& span = steps.at({e["pid"].get<int>(), e["args"]["step"].get<int64_t>()});
+    CHECK(e["ts"].get<double>() >= span.first - 1e-6);
+    CHECK(e["ts"].get<double>() + e["dur"].get<double>() <= span.second + 1e-6);
+    phases += e["cat"] == "phase";
+    buckets += e["cat"] == "collective";
+  }
+  CHECK(pids == std::set<int>{0, 1, 2, 3});
+  CHECK(steps.size() == 80);
+  CHECK(phases == 80 * 3);
+  CHECK(buckets == 80 * 2);
+  // After correction, rank 3 (on h1) starts step 7 when rank 0 does.
+  CHECK(steps.at({3, 7}).first == Approx(steps.at({0, 7}).first).margin(100));
+}
+
+TEST_CASE("report.html: self-contained, with the numbers of report.json in its charts", "[profiler][html]") {
+  auto run = makeJob("runs/<html & \"quotes\">", 2, 1, 12.5, 2.5, 16);
+  auto timing = analyseTimings(run);
+  auto findings = diagnose(run, timing);
+  Report report{run, timing, findings};
+  const auto page = renderReportHtml(report);
+  const auto json = reportJson(report);
+  CHECK(page.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(page.find("<script") == std::string::npos);
+  CHECK(page.find("http://") == page.find("http://www.w3.org/2000/svg"));  // the SVG namespace only
+  CHECK(page.find("https://") == std::string::npos);
+  CHECK_THAT(page, Catch::Contains("runs/&lt;html &amp; &quot;quotes&quot;&gt;"));
+  CHECK_THAT(page, Catch::Contains("prefers-color-scheme: dark") && Catch::Contains("@media print"));
+  for (const auto& rank : json["ranks"]) {
+    for (const auto& [phase, ms] : rank["phases_ms_mean"].items())
+      if (ms.get<double>() > 0) CHECK_THAT(page, Catch::Contains(fmt::format("data-v=\"{:.2f}\"", ms.get<double>())));
+  }
+  CHECK_THAT(page, Catch::Contains(fmt::format("{:.2f}", json["steps"]["step_ms_median"].get<double>())));
+}

@@ -11,6 +11,8 @@ namespace ddp::launcher {
 namespace {
 
 constexpr const char* kDefaultProfileSubsys = "INIT,ENV,NET,GRAPH,COLL";
+// A profiled run samples each rank's CPU and GPU utilisation this often (util/rank-NNNNN.jsonl).
+constexpr int kProfileSampleMs = 500;
 
 std::string basename(const std::string& path) {
   auto slash = path.find_last_of('/');
@@ -131,6 +133,7 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
     env["NCCL_DEBUG"] = o.ncclDebug.empty() ? "INFO" : o.ncclDebug;
     if (!userSubsys) env["NCCL_DEBUG_SUBSYS"] = kDefaultProfileSubsys;
     env["NCCL_DEBUG_FILE"] = plan.runDir + "/nccl/%h.%p.log";
+    env[std::string(launcher::env::kSampleMs)] = std::to_string(kProfileSampleMs);
   } else if (!o.ncclDebug.empty()) {
     env["NCCL_DEBUG"] = o.ncclDebug;
   }

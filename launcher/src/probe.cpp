@@ -75,6 +75,34 @@ std::optional<CudaInfo> cuda() {
   return info;
 }
 
+GpuSampler::GpuSampler(unsigned device) {
+  void* h = openFirst({"libnvidia-ml.so.1"});
+  if (!h) return;
+  auto init = symbol<int (*)()>(h, "nvmlInit_v2");
+  auto handle = symbol<int (*)(unsigned, void**)>(h, "nvmlDeviceGetHandleByIndex_v2");
+  shutdown_ = symbol<int (*)()>(h, "nvmlShutdown");
+  utilisation_ = symbol<int (*)(void*, unsigned*)>(h, "nvmlDeviceGetUtilizationRates");
+  memory_ = symbol<int (*)(void*, unsigned long long*)>(h, "nvmlDeviceGetMemoryInfo");
+  if (!init || !handle || !utilisation_ || init() != 0) return;
+  if (handle(device, &device_) != 0) device_ = nullptr;
+}
+
+GpuSampler::~GpuSampler() {
+  if (device_ && shutdown_) shutdown_();
+}
+
+std::optional<GpuSample> GpuSampler::sample() const {
+  if (!device_) return std::nullopt;
+  unsigned rates[2] = {};
+  if (utilisation_(device_, rates) != 0) return std::nullopt;
+  GpuSample s;
+  s.gpuUtilPct = rates[0];
+  s.memUtilPct = rates[1];
+  unsigned long long memory[3] = {};
+  if (memory_ && memory_(device_, memory) == 0) s.memUsedMiB = memory[2] >> 20;
+  return s;
+}
+
 std::optional<GpuInfo> gpus() {
   if (void* h = openFirst({"libnvidia-ml.so.1"})) {
     using Device = void*;

@@ -27,6 +27,27 @@ struct GpuInfo {
   std::string source;  // "NVML" or "nvidia-smi"
 };
 std::optional<GpuInfo> gpus();
+// One GPU's utilisation through NVML, loaded at run time: none where there is no driver.
+struct GpuSample {
+  unsigned gpuUtilPct = 0, memUtilPct = 0;  // NVML's "GPU-Util" (a kernel was running) and memory-controller busy
+  unsigned long long memUsedMiB = 0;
+};
+class GpuSampler {
+ public:
+  explicit GpuSampler(unsigned device);  // NVML's device index
+  ~GpuSampler();
+  GpuSampler(const GpuSampler&) = delete;
+  GpuSampler& operator=(const GpuSampler&) = delete;
+  bool available() const { return device_ != nullptr; }
+  std::optional<GpuSample> sample() const;
+
+ private:
+  void* device_ = nullptr;
+  int (*shutdown_)() = nullptr;
+  int (*utilisation_)(void*, unsigned*) = nullptr;  // nvmlDeviceGetUtilizationRates (2 unsigned)
+  int (*memory_)(void*, unsigned long long*) = nullptr;  // nvmlDeviceGetMemoryInfo (total, free, used)
+};
+
 // LibTorch: its version (TorchConfigVersion.cmake) and whether libtorch_cuda is beside it.
 struct TorchInfo {
   std::string version, dir;

@@ -132,6 +132,10 @@ std::string rankFile(const std::string& runDir, int rank, const std::string& suf
   return fmt::format("{}/ranks/rank-{:05d}{}", runDir, rank, suffix);
 }
 
+std::string utilisationPath(const std::string& runDir, int rank) {
+  return fmt::format("{}/util/rank-{:05d}.jsonl", runDir, rank);
+}
+
 std::optional<int> findCulprit(const std::vector<RankRecord>& records) {
   const RankRecord* first = nullptr;
   for (const auto& r : records)

@@ -6,10 +6,13 @@
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
 #include "io.hpp"
+#include "sampler.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
+#include <memory>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -287,6 +290,21 @@ int runWorker(const std::vector<std::string>& program) {
 
   Heartbeat heartbeat(runDir.empty() ? "" : comm::timingsPath(runDir, id->rank));
   auto nextBeatCheck = Clock::now();
+  std::unique_ptr<UtilSampler> sampler;
+  if (auto ms = environment.getInt(env::kSampleMs, 50, 60000); ms && !runDir.empty()) {
+    std::optional<unsigned> gpu;
+    auto visible = spawn.setEnv.find(std::string(env::kCudaVisibleDevices));
+    const std::string devices = visible != spawn.setEnv.end() ? visible->second
+                                                              : environment.get(env::kCudaVisibleDevices).value_or("");
+    if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && countGpus() > 0)
+      gpu = static_cast<unsigned>(std::atoi(devices.c_str()));  // the first visible device
+    try {
+      io::makeDirectories(runDir + "/util", "utilisation directory");
+      sampler = std::make_unique<UtilSampler>(utilisationPath(runDir, id->rank), id->rank, gpu, std::chrono::milliseconds(*ms));
+    } catch (const std::exception& e) {
+      relay.note(std::string("utilisation sampling off: ") + e.what());
+    }
+  }
   int streams[3] = {-1, out[0], err[0]};
   std::optional<ExitStatus> status;
   std::optional<Clock::time_point> killAt, drainUntil;
@@ -346,6 +364,7 @@ int runWorker(const std::vector<std::string>& program) {
       drainUntil = Clock::now() + kDrainAfterExit;
     }
     const auto now = Clock::now();
+    if (sampler && !status) sampler->poll(child.pid());
     if (now >= nextBeatCheck && control.fd >= 0) {
       nextBeatCheck = now + std::chrono::milliseconds(250);
       if (auto beat = heartbeat.poll()) control.send("beat " + *beat);

@@ -165,6 +165,30 @@ TimingAnalysis analyseTimings(const RunData& run) {
   return a;
 }
 
+std::vector<RankUtilisation> analyseUtilisation(const RunData& run) {
+  std::vector<RankUtilisation> out;
+  for (const auto& [rank, samples] : run.utilisation) {
+    RankUtilisation u;
+    u.rank = rank;
+    u.samples = samples.size();
+    double gpuSum = 0;
+    size_t gpuSamples = 0;
+    for (const auto& s : samples) {
+      u.cpuPctMean += s.cpuPct / static_cast<double>(samples.size());
+      u.cpuPctMax = std::max(u.cpuPctMax, s.cpuPct);
+      u.rssMibMax = std::max(u.rssMibMax, s.rssMib);
+      if (s.gpuUtilPct) {
+        gpuSum += *s.gpuUtilPct;
+        ++gpuSamples;
+      }
+      if (s.gpuMemUsedMib) u.gpuMemUsedMibMax = std::max(u.gpuMemUsedMibMax.value_or(0.0), *s.gpuMemUsedMib);
+    }
+    if (gpuSamples > 0) u.gpuUtilPctMean = gpuSum / static_cast<double>(gpuSamples);
+    out.push_back(u);
+  }
+  return out;
+}
+
 std::optional<std::string> notTheSameJob(const RunData& a, const RunData& b) {
   if (!a.command.empty() && !b.command.empty()) {
     auto base = [](const std::string& path) { return path.substr(path.rfind('/') + 1); };
@@ -173,7 +197,7 @@ std::optional<std::string> notTheSameJob(const RunData& a, const RunData& b) {
   }
   for (const char* option : {"--model", "--data"}) {
     auto x = commandOption(a.command, option), y = commandOption(b.command, option);
-    if (x && y && *x != *y) return fmt::format("{} trains {} {}, {} trains {} {}", a.dir, option, *x, b.dir, option, *y);
+    if (x && y && *x != *y) return fmt::format("{} runs with {} {}, {} with {} {}", a.dir, option, *x, b.dir, option, *y);
   }
   return std::nullopt;
 }

@@ -121,6 +121,29 @@ std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& t) {
         "a rank that wrote nothing failed early or ran without DDPRUN_RUN_DIR; check its log");
   if (t.stepsAnalysed == 0) return out;
 
+  // GPUs idle while their rank waits, and "fake busy" GPUs (../shared/gpu-guide.md): NVML's
+  // GPU-Util counts any running kernel, and NCCL's kernels run while they wait for the network.
+  for (const auto& u : analyseUtilisation(run)) {
+    if (!u.gpuUtilPctMean) continue;
+    auto rank = std::find_if(t.ranks.begin(), t.ranks.end(), [&](const RankTiming& r) { return r.rank == u.rank; });
+    if (rank == t.ranks.end() || rank->stepMsMedian <= 0) continue;
+    const double wait = rank->phaseMsMean[static_cast<size_t>(Phase::kCommWait)] / rank->stepMsMedian;
+    const double data = rank->phaseMsMean[static_cast<size_t>(Phase::kData)] / rank->stepMsMedian;
+    if (*u.gpuUtilPctMean < 50 && wait + data >= 0.3)
+      add("gpu_idle", Severity::kWarning, {u.rank},
+          fmt::format("rank {}'s GPU was busy {:.0f} % of the time on average while the rank spent {} of each step waiting "
+                      "({} on communication, {} on data)",
+                      u.rank, *u.gpuUtilPctMean, pct(wait + data), pct(wait), pct(data)),
+          data >= wait ? "feed the GPU: more data-loader workers, pinned memory, prefetching, faster storage"
+                       : "hide communication: larger batches, gradient bucketing that overlaps backward, NVLink/RDMA");
+    else if (*u.gpuUtilPctMean >= 90 && wait >= 0.3)
+      add("gpu_fake_busy", Severity::kWarning, {u.rank},
+          fmt::format("rank {}'s GPU shows {:.0f} % utilisation, yet {} of each step is spent waiting for communication: "
+                      "NCCL's kernels count as busy while they wait",
+                      u.rank, *u.gpuUtilPctMean, pct(wait)),
+          "do not trust GPU-Util alone; reduce the exposed communication (see comm_bound) or find the rank the others wait for");
+  }
+
   const double exposed = t.exposedCommShare;
   if (exposed >= 0.25)
     add("comm_bound", exposed >= 0.5 ? Severity::kCritical : Severity::kWarning, {},

@@ -19,6 +19,12 @@ std::string num(double v) {
   return fmt::format("{:.2f}", v);
 }
 
+// Axis ticks: whole numbers without decimals.
+std::string tick(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e9) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.3g}", v);
+}
+
 constexpr int kWidth = 720, kLeft = 150, kRight = 70, kRow = 22;
 
 std::string svgOpen(const std::string& title, int height) {
@@ -124,13 +130,13 @@ std::string lineChart(const std::string& title, const std::vector<double>& xs, c
   out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"currentColor\"/>", left, plotTop, left, plotBottom);
   for (int t = 0; t <= 4; ++t) {
     const double y = ymax * t / 4;
-    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4, py(y) + 4, num(y));
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4, py(y) + 4, tick(y));
   }
   if (!xs.empty()) {
     const size_t ticks = std::min<size_t>(xs.size(), 8);
     for (size_t t = 0; t < ticks; ++t) {
       const double x = xs[t * (xs.size() - 1) / std::max<size_t>(1, ticks - 1)];
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(x), plotBottom + 15, num(x));
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(x), plotBottom + 15, tick(x));
     }
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", (left + right) / 2, plotBottom + 32, escape(xLabel));

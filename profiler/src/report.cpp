@@ -49,6 +49,12 @@ json reportJson(const Report& r) {
   for (const auto& e : r.run.exits)
     exits.push_back({{"rank", e.rank}, {"exit_code", e.exitCode ? json(*e.exitCode) : json(nullptr)},
                      {"signal", e.signal ? json(*e.signal) : json(nullptr)}, {"failed", e.failed()}});
+  json utilisation = json::array();
+  for (const auto& u : analyseUtilisation(r.run))
+    utilisation.push_back({{"rank", u.rank}, {"samples", u.samples}, {"cpu_pct_mean", u.cpuPctMean},
+                           {"cpu_pct_max", u.cpuPctMax}, {"rss_mib_max", u.rssMibMax},
+                           {"gpu_util_pct_mean", u.gpuUtilPctMean ? json(*u.gpuUtilPctMean) : json(nullptr)},
+                           {"gpu_mem_used_mib_max", u.gpuMemUsedMibMax ? json(*u.gpuMemUsedMibMax) : json(nullptr)}});
   return {{"run_dir", r.run.dir},
           {"world_size", r.run.worldSize ? json(*r.run.worldSize) : json(nullptr)},
           {"findings", findings},
@@ -66,6 +72,7 @@ json reportJson(const Report& r) {
           {"missing_ranks", t.missingRanks},
           {"short_ranks", t.shortRanks},
           {"exits", exits},
+          {"utilisation", utilisation},
           {"nccl", r.run.nccl ? toJson(*r.run.nccl) : json(nullptr)},
           {"problems", r.run.problems}};
 }
@@ -175,6 +182,46 @@ std::string renderReportHtml(const Report& r) {
                       fmt::format("{:.2f}", rank.phaseMsMean[static_cast<size_t>(Phase::kCommWait)]),
                       fmt::format("{:.2f}", rank.commMsMean), pct(rank.slowestShare)});
     page.table({"rank", "steps", "step ms", "compute ms", "data ms", "comm wait ms", "comm ms", "slowest in"}, rows);
+  }
+  if (!r.run.utilisation.empty()) {
+    // Samples of all ranks on one time axis, in half-second slots from the first sample.
+    constexpr double kSlotS = 0.5;
+    int64_t first = INT64_MAX, last = 0;
+    for (const auto& [rank, samples] : r.run.utilisation)
+      for (const auto& u : samples) {
+        first = std::min(first, u.tUnixUs);
+        last = std::max(last, u.tUnixUs);
+      }
+    const size_t slots = static_cast<size_t>((last - first) / 1e6 / kSlotS) + 1;
+    if (slots <= 20000) {
+      std::vector<double> xs;
+      for (size_t i = 0; i < slots; ++i) xs.push_back(static_cast<double>(i) * kSlotS);
+      std::vector<html::Series> cpu, gpu;
+      for (const auto& [rank, samples] : r.run.utilisation) {
+        html::Series c{fmt::format("rank {}", rank), std::vector<double>(slots, std::nan(""))}, g = c;
+        bool anyGpu = false;
+        for (const auto& u : samples) {
+          const auto slot = static_cast<size_t>(std::lround(static_cast<double>(u.tUnixUs - first) / 1e6 / kSlotS));
+          c.values[std::min(slot, slots - 1)] = u.cpuPct;
+          if (u.gpuUtilPct) {
+            g.values[std::min(slot, slots - 1)] = *u.gpuUtilPct;
+            anyGpu = true;
+          }
+        }
+        cpu.push_back(std::move(c));
+        if (anyGpu) gpu.push_back(std::move(g));
+      }
+      page.heading(2, "Utilisation");
+      if (!gpu.empty()) page.raw(html::lineChart("GPU utilisation per rank (NVML GPU-Util)", xs, gpu, "seconds", "%"));
+      page.raw(html::lineChart("CPU use per rank's processes (100 % = one core)", xs, cpu, "seconds", "%"));
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& u : analyseUtilisation(r.run))
+      rows.push_back({std::to_string(u.rank), std::to_string(u.samples), fmt::format("{:.1f}", u.cpuPctMean),
+                      fmt::format("{:.1f}", u.rssMibMax),
+                      u.gpuUtilPctMean ? fmt::format("{:.1f}", *u.gpuUtilPctMean) : "-",
+                      u.gpuMemUsedMibMax ? fmt::format("{:.0f}", *u.gpuMemUsedMibMax) : "-"});
+    page.table({"rank", "samples", "CPU % (mean)", "RSS MiB (max)", "GPU util % (mean)", "GPU memory MiB (max)"}, rows);
   }
   if (r.run.nccl && !r.run.nccl->edges.empty()) {
     const auto& n = *r.run.nccl;

@@ -136,6 +136,29 @@ void loadBench(const fs::path& file, RunData& run) {
   }
 }
 
+void loadUtilisation(const fs::path& file, RunData& run) {
+  std::ifstream in(file);
+  size_t lineNo = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lineNo;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_object() || !j["rank"].is_number_integer() || !j["t_unix_us"].is_number_integer() || !j["cpu_pct"].is_number()) {
+      // The last line of a rank killed mid-write may be cut: said, and the file's other lines kept.
+      run.problems.push_back(fmt::format("{}:{}: not a utilisation sample (rank, t_unix_us, cpu_pct)", file.string(), lineNo));
+      continue;
+    }
+    UtilSample u;
+    u.tUnixUs = j["t_unix_us"].get<int64_t>();
+    u.cpuPct = j["cpu_pct"].get<double>();
+    u.rssMib = j.value("rss_mib", 0.0);
+    if (j.contains("gpu_util_pct") && j["gpu_util_pct"].is_number()) u.gpuUtilPct = j["gpu_util_pct"].get<double>();
+    if (j.contains("gpu_mem_util_pct") && j["gpu_mem_util_pct"].is_number()) u.gpuMemUtilPct = j["gpu_mem_util_pct"].get<double>();
+    if (j.contains("gpu_mem_used_mib") && j["gpu_mem_used_mib"].is_number()) u.gpuMemUsedMib = j["gpu_mem_used_mib"].get<double>();
+    run.utilisation[j["rank"].get<int>()].push_back(u);
+  }
+}
+
 // attempts/0, attempts/1, ... in numeric order.
 std::vector<std::pair<int, fs::path>> attemptDirs(const fs::path& root) {
   std::vector<std::pair<int, fs::path>> out;
@@ -161,6 +184,7 @@ RunData loadRun(const std::string& dir) {
   const auto timingFiles = filesIn(root / "timings", ".jsonl");
   const auto exitFiles = filesIn(root / "ranks", ".exit.json");
   const auto ncclFiles = filesIn(root / "nccl", ".log");
+  const auto utilFiles = filesIn(root / "util", ".jsonl");
   const bool manifest = fs::is_regular_file(root / "run.json", ec);
   if (timingFiles.empty() && exitFiles.empty() && ncclFiles.empty() && !manifest)
     throw ConfigError(fmt::format("{} is not a run directory: it has no run.json, timings/*.jsonl, "
@@ -178,6 +202,9 @@ RunData loadRun(const std::string& dir) {
   }
   for (const auto& file : timingFiles) loadTimings(file, run.timings, run.problems);
   for (const auto& file : exitFiles) loadExit(file, run);
+  for (const auto& file : utilFiles) loadUtilisation(file, run);
+  for (auto& [rank, samples] : run.utilisation)
+    std::sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.tUnixUs < b.tUnixUs; });
   if (!ncclFiles.empty()) {
     std::vector<std::string> paths;
     for (const auto& f : ncclFiles) paths.push_back(f.string());

@@ -192,7 +192,7 @@ TEST_CASE("scaling: perfect weak and strong scaling, and runs that are not compa
   mixed[1] = makeRun(2, 10, 32, [](int) { return RankShape{}; });
   mixed[0].command = {"train", "--model", "mlp"};
   mixed[1].command = {"train", "--model", "resnet18"};
-  CHECK_THROWS_WITH(analyseScaling(mixed), Catch::Contains("trains mlp") && Catch::Contains("trains resnet18"));
+  CHECK_THROWS_WITH(analyseScaling(mixed), Catch::Contains("--model mlp") && Catch::Contains("--model resnet18"));
   CHECK_THROWS_AS(analyseScaling({mixed[0]}), ddp::ConfigError);
 }
 
@@ -282,4 +282,30 @@ TEST_CASE("a restarted run: what the restart redid, collateral ranks, hosts and 
   CHECK_THAT(restart, Catch::Contains("attempt 0 failed after step 22; attempt 1 resumed from the checkpoint at step 20: "
                                       "3 step(s) (48 samples, about 0.30 s of training)"));
   fs::remove_all(dir);
+}
+
+TEST_CASE("utilisation: GPUs idle while their rank waits, and fake-busy GPUs", "[profiler][analysis]") {
+  // Both ranks wait 5 of 15 ms for communication (comm_wait) and 1 ms for data.
+  auto run = makeRun(2, 10, 8, [](int) { return RankShape{1, 3, 5, 1, 5}; });
+  for (int i = 0; i < 6; ++i) {
+    run.utilisation[0].push_back({1'000'000 + i * 500'000, 80, 100, 20.0, 10.0, 900.0});  // idle GPU
+    run.utilisation[1].push_back({1'000'000 + i * 500'000, 95, 100, 97.0, 60.0, 900.0});  // "busy" GPU
+  }
+  const auto u = analyseUtilisation(run);
+  REQUIRE(u.size() == 2);
+  CHECK(u[0].samples == 6);
+  CHECK(*u[0].gpuUtilPctMean == Approx(20));
+  CHECK(u[1].cpuPctMean == Approx(95));
+  auto findings = diagnose(run, analyseTimings(run));
+  std::string idle, fake;
+  for (const auto& f : findings) {
+    if (f.kind == "gpu_idle") idle = f.evidence + " " + std::to_string(f.ranks.at(0));
+    if (f.kind == "gpu_fake_busy") fake = f.evidence + " " + std::to_string(f.ranks.at(0));
+  }
+  CHECK_THAT(idle, Catch::StartsWith("rank 0's GPU was busy 20 % of the time") && Catch::EndsWith(" 0"));
+  CHECK_THAT(fake, Catch::StartsWith("rank 1's GPU shows 97 % utilisation") && Catch::EndsWith(" 1"));
+  // CPU-only samples: no GPU finding.
+  for (auto& [rank, samples] : run.utilisation)
+    for (auto& s : samples) s.gpuUtilPct.reset();
+  for (const auto& f : diagnose(run, analyseTimings(run))) CHECK(f.kind.rfind("gpu_", 0) == std::string::npos);
 }

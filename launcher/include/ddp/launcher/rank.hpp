@@ -24,6 +24,7 @@ inline constexpr std::string_view kControlToken = "DDPRUN_CONTROL_TOKEN";   // p
 inline constexpr std::string_view kOutput = "DDPRUN_OUTPUT";                // tag | rank:N | quiet
 inline constexpr std::string_view kGraceSeconds = "DDPRUN_GRACE_S";         // SIGTERM → SIGKILL
 inline constexpr std::string_view kGpuBinding = "DDPRUN_GPU_BINDING";       // local-rank | none
+inline constexpr std::string_view kSampleMs = "DDPRUN_SAMPLE_MS";           // utilisation sampling interval
 inline constexpr std::string_view kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
 }  // namespace env
 
@@ -76,6 +77,8 @@ nlohmann::json toJson(const RankRecord& record);
 RankRecord rankRecordFromJson(const nlohmann::json& json, const std::string& what);
 // "<runDir>/ranks/rank-00002.exit.json" and ".log".
 std::string rankFile(const std::string& runDir, int rank, const std::string& suffix);
+// <runDir>/util/rank-NNNNN.jsonl: the utilisation samples of a profiled run.
+std::string utilisationPath(const std::string& runDir, int rank);
 
 // The culprit among the records: the earliest to fail on its own (by end time, then rank);
 // nullopt when none did.

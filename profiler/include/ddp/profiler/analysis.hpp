@@ -55,6 +55,15 @@ struct TimingAnalysis {
 
 TimingAnalysis analyseTimings(const RunData& run);
 
+// Per rank, the utilisation samples of a profiled run summarised.
+struct RankUtilisation {
+  int rank = -1;
+  size_t samples = 0;
+  double cpuPctMean = 0, cpuPctMax = 0, rssMibMax = 0;
+  std::optional<double> gpuUtilPctMean, gpuMemUsedMibMax;  // where NVML answered
+};
+std::vector<RankUtilisation> analyseUtilisation(const RunData& run);
+
 enum class Severity { kInfo, kWarning, kCritical };
 std::string_view severityName(Severity s);
 

@@ -31,6 +31,13 @@ struct BenchRow {
   double timeUs = 0, algbwGbps = 0, busbwGbps = 0;
 };
 
+// One utilisation sample of a profiled run (util/rank-NNNNN.jsonl, written by ddprun's worker).
+struct UtilSample {
+  int64_t tUnixUs = 0;
+  double cpuPct = 0, rssMib = 0;
+  std::optional<double> gpuUtilPct, gpuMemUtilPct, gpuMemUsedMib;
+};
+
 // What one attempt of a restarted job got through, from its timings (attempts/K/timings for the
 // earlier ones, timings/ for the last).
 struct AttemptSteps {
@@ -49,6 +56,7 @@ struct RunData {
   std::optional<NcclFacts> nccl;      // when nccl/*.log exist
   std::set<std::string> hosts;        // where ranks ran: exit records, else run.json "hosts", else NCCL
   std::vector<BenchRow> bench;        // ddpbench*.json in the run directory
+  std::map<int, std::vector<UtilSample>> utilisation;  // rank -> samples in time order
   std::vector<AttemptSteps> attempts; // when the job was restarted: every attempt, in order
   std::vector<std::string> problems;  // "file:line: what", in reading order
 };

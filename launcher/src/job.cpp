@@ -9,6 +9,7 @@
 #include "ddp/profiler/report.hpp"
 #include "ddp/profiler/run.hpp"
 #include "io.hpp"
+#include "progress.hpp"
 #include "probe.hpp"
 
 #include <fmt/format.h>
@@ -94,8 +95,11 @@ class Job {
 
  private:
   void say(Verbosity level, const std::string& text) const {
-    if (level <= s_.verbosity) std::cerr << "ddprun: " << text << "\n" << std::flush;
+    if (level > s_.verbosity) return;
+    if (progressShown_) std::cerr << "\r\033[K";  // the live progress line gives way
+    std::cerr << "ddprun: " << text << "\n" << std::flush;
   }
+  void showProgress(Clock::time_point now);
   void acceptPeers();
   void onLine(Peer& peer, const std::string& line);
   void beginTeardown(const std::string& reason);
@@ -127,7 +131,27 @@ class Job {
   int64_t startUnixUs_ = 0;
   std::future<json> versions_;
   json manifest_;
+  // Live progress of a profiled run: one updating line on a terminal, else a line every 10 s.
+  std::optional<ProgressMeter> progress_;
+  bool progressTty_ = false;
+  mutable bool progressShown_ = false;
+  Clock::time_point nextProgress_{};
 };
+
+void Job::showProgress(Clock::time_point now) {
+  if (!progress_ || tearingDown_ || now < nextProgress_) return;
+  nextProgress_ = now + (progressTty_ ? std::chrono::seconds(1) : std::chrono::seconds(10));
+  auto text = progress_->line(std::chrono::duration<double>(now - start_).count());
+  if (!text) return;
+  if (progressTty_) {
+    // Written, then the cursor goes back to the line's start: rank output overwrites it and the
+    // next tick draws it again.
+    std::cerr << "\r\033[Kddprun: " << *text << "\r" << std::flush;
+    progressShown_ = true;
+  } else {
+    std::cerr << "ddprun: " << *text << "\n" << std::flush;
+  }
+}
 
 // run.json: what the run is (built once, at its start), then its status and what the end adds.
 void Job::writeManifest(const std::string& status, const json& extra) {
@@ -209,6 +233,8 @@ void Job::onLine(Peer& peer, const std::string& line) {
     in >> peer.step >> peer.phase;
     anyBeat_ = true;
     lastProgress_ = Clock::now();
+    if (progress_)
+      progress_->update(peer.rank, peer.step, peer.phase, std::chrono::duration<double>(lastProgress_ - start_).count());
   } else if (line == "stacks-done") {
     peer.stacksDone = true;
   } else if (line.rfind("started ", 0) == 0) {
@@ -304,6 +330,18 @@ void Job::killEverything() {
 
 JobOutcome Job::run() {
   start_ = Clock::now();
+  if (s_.profile && s_.verbosity >= Verbosity::kInfo) {
+    // The ETA needs the step count: the program's --steps, when it has one (train does).
+    std::optional<long long> steps;
+    if (auto text = profiler::commandOption(program_, "--steps")) {
+      char* end = nullptr;
+      const long long n = std::strtoll(text->c_str(), &end, 10);
+      if (end != text->c_str() && *end == '\0' && n > 0) steps = n;
+    }
+    progress_.emplace(plan_.np, steps);
+    progressTty_ = ::isatty(STDERR_FILENO) == 1;
+    nextProgress_ = start_ + std::chrono::seconds(progressTty_ ? 2 : 10);
+  }
   startUnixUs_ = comm::unixMicros();
   writeManifest("running", json::object());
   const std::string mpirunPath = s_.mpirun;
@@ -390,6 +428,7 @@ JobOutcome Job::run() {
                                 rankList(missing), s_.startTimeoutSeconds, localHost_));
     }
     watchdog(now);
+    showProgress(now);
     if (tearingDown_) {
       const double since = std::chrono::duration<double>(now - teardownAt_).count();
       if (!mpirunTermSent_ && since > s_.graceSeconds + 2) {

@@ -224,6 +224,7 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   settings.graceSeconds = grace;
   settings.startTimeoutSeconds = startTimeout;
   settings.profile = o.profile;
+
   settings.command = fullArgv;
 
   PlanContext ctx;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct JobSettings {
   double startTimeoutSeconds = 120;   // every rank must reach ddprun within this
   double timeoutSeconds = 0;          // --timeout: no step completed anywhere for this long = a hang (0: off)
   Verbosity verbosity = Verbosity::kInfo;
-  bool profile = false;               // run the profiler on the run directory at the end
+  bool profile = false;               // run the profiler on the run directory at the end, show live progress
   std::vector<std::string> command;   // ddprun's own argv, for run.json
   std::string mpirun;                 // for the version in run.json
   int attempt = 0;                    // of --max-restarts: 0 first

@@ -1,0 +1,37 @@
+#pragma once
+// Live progress of a profiled run on ddprun's console (docs/launcher.md): steps/s of the job
+// (its slowest rank), the ETA when the step count is known, and the rank that holds the others
+// up most. Ranks of a synchronous job are never more than a step apart, so "lagging" means: seen
+// still computing a step while other ranks already wait for it in comm_wait. Fed from the
+// workers' heartbeats; pure, so that it is tested without a job.
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace ddp::launcher {
+
+class ProgressMeter {
+ public:
+  // totalSteps: the program's --steps, when it has one.
+  ProgressMeter(int ranks, std::optional<long long> totalSteps) : ranks_(ranks), total_(totalSteps) {}
+  // Rank `rank` is in `phase` of step `step` (0-based; phase "done": it has finished the step);
+  // t in seconds.
+  void update(int rank, long long step, const std::string& phase, double t);
+  // "step 120/200 (60 %), 8.1 steps/s, ETA 0:10; the others wait most for rank 2 (75 % of waits)";
+  // none before every rank has reported a step.
+  std::optional<std::string> line(double t);
+
+ private:
+  int ranks_;
+  std::optional<long long> total_;
+  std::map<int, long long> completed_;                 // rank -> steps completed
+  std::map<int, std::pair<long long, std::string>> at_;  // rank -> (step, phase) last heard
+  std::map<int, double> heldUp_;                       // rank -> decaying count of waits on it
+  double lastDecay_ = 0;
+  std::deque<std::pair<double, long long>> history_;   // (t, job's completed steps), the last ~10 s
+};
+
+}  // namespace ddp::launcher

@@ -1,0 +1,63 @@
+// The live progress line and the utilisation sampler's /proc reading (launcher/src/progress.hpp,
+// launcher/src/sampler.hpp).
+#include "../../launcher/src/progress.hpp"
+#include "../../launcher/src/sampler.hpp"
+
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+using ddp::launcher::ProgressMeter;
+
+TEST_CASE("live progress: steps/s, ETA and the rank the others wait for", "[launcher][progress]") {
+  ProgressMeter meter(3, 100);
+  meter.update(0, 0, "forward", 0.0);
+  meter.update(1, 0, "forward", 0.0);
+  CHECK_FALSE(meter.line(0.5).has_value());  // rank 2 has not reported yet
+  // 10 steps per second; rank 2 is always still in backward when 0 and 1 reach comm_wait.
+  for (int step = 0; step < 40; ++step) {
+    const double t = step * 0.1;
+    meter.update(2, step, "backward", t);
+    meter.update(0, step, "comm_wait", t + 0.01);
+    meter.update(1, step, "comm_wait", t + 0.02);
+    for (int r : {2, 0, 1}) meter.update(r, step, "done", t + 0.05);
+  }
+  auto line = meter.line(3.95);
+  REQUIRE(line);
+  CHECK_THAT(*line, Catch::StartsWith("step 40/100 (40 %), 10.1 steps/s, ETA 0:06"));  // 30 steps in 2.96 s
+  // 99 %: in step 0 rank 1 was still in forward when rank 0 first waited.
+  CHECK_THAT(*line, Catch::EndsWith("the others wait most for rank 2 (99 % of waits)"));
+  ProgressMeter open(1, std::nullopt);
+  open.update(0, 0, "done", 0);
+  open.update(0, 9, "done", 1.0);
+  CHECK(*open.line(1.0) == "step 10, 9.0 steps/s");
+}
+
+TEST_CASE("utilisation: CPU ticks and memory of a process group from /proc", "[launcher][util]") {
+  // This test's own group: it is running, so it has ticks and resident pages.
+  const auto usage = ddp::launcher::groupUsage(static_cast<int>(::getpgrp()));
+  CHECK(usage.processes >= 1);
+  CHECK(usage.rssPages > 0);
+  const auto none = ddp::launcher::groupUsage(-12345);
+  CHECK(none.processes == 0);
+  const std::string path = "/tmp/ddprun-util-test-" + std::to_string(::getpid()) + ".jsonl";
+  {
+    ddp::launcher::UtilSampler sampler(path, 3, std::nullopt, std::chrono::milliseconds(1));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(60);
+    volatile double spin = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      for (int i = 0; i < 100000; ++i) spin = spin + i;
+      sampler.poll(static_cast<int>(::getpgrp()));
+    }
+  }
+  std::ifstream in(path);
+  std::string first;
+  REQUIRE(std::getline(in, first));
+  CHECK_THAT(first, Catch::Contains("\"rank\":3") && Catch::Contains("\"cpu_pct\":") && Catch::Contains("\"rss_mib\":"));
+  CHECK(first.find("gpu_util_pct") == std::string::npos);  // no GPU asked for
+  ::unlink(path.c_str());
+  CHECK_THROWS_WITH(ddp::launcher::UtilSampler("/proc/nope/x.jsonl", 0, std::nullopt, std::chrono::milliseconds(1)),
+                    Catch::Contains("cannot create /proc/nope/x.jsonl"));
+}

@@ -4,6 +4,7 @@
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/net.hpp"
 #include "ddp/launcher/process.hpp"
+#include "ddp/profiler/instances.hpp"
 #include "probe.hpp"
 
 #include <CLI/CLI.hpp>
@@ -194,7 +195,10 @@ int runDoctor(const std::vector<std::string>& args) {
                "Example: ddprun doctor --json",
                "ddprun doctor"};
   bool json = false, noAllreduce = false;
+  std::string instance;
   app.add_flag("--json", json, "Print the checks as JSON");
+  app.add_option("--instance", instance, "The instance type this machine should be; its GPUs are checked against it. "
+                 "Example: --instance ecs.gn7i-c16g1.16xlarge");
   app.add_flag("--no-allreduce", noAllreduce, "Skip the test allreduce per backend");
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
@@ -205,10 +209,28 @@ int runDoctor(const std::vector<std::string>& args) {
     std::cerr << "ddprun doctor: " << e.what() << " (see ddprun doctor --help)\n";
     return 2;
   }
+  std::optional<profiler::Instance> expected;
+  try {
+    if (!instance.empty()) expected = profiler::decodeInstance(instance);
+  } catch (const ConfigError& e) {
+    std::cerr << "ddprun doctor: " << e.what() << "\n";
+    return 2;
+  }
   const auto environment = Environment::fromProcess();
   int gpuCount = 0;
   std::string mpirun;
   std::vector<Check> checks = gpuChecks(gpuCount);
+  if (expected) {
+    const auto& f = expected->family;
+    const bool mismatch = expected->gpus && *expected->gpus != gpuCount;
+    checks.push_back({"instance type", mismatch ? "warn" : "info",
+                      describe(*expected) + (expected->gpus ? fmt::format("; this machine has {} GPU(s)", gpuCount) : "") +
+                          fmt::format("; for {}", f.use),
+                      mismatch ? fmt::format("{} should have {} {} GPU(s): check the instance type, or the driver "
+                                             "if GPUs are missing",
+                                             expected->name, *expected->gpus, f.gpu)
+                               : ""});
+  }
   for (auto& c : softwareChecks(environment, gpuCount, mpirun)) checks.push_back(std::move(c));
   for (auto& c : systemChecks()) checks.push_back(std::move(c));
   if (!noAllreduce)

@@ -114,6 +114,22 @@ int listenTcp(const std::string& address, int& port) {
   return fd;
 }
 
+std::string bindError(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::strerror(errno);
+  // As the rendezvous store will bind it: SO_REUSEADDR, so a port in TIME_WAIT counts as free.
+  int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  std::string why;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) why = std::strerror(errno);
+  ::close(fd);
+  return why;
+}
+
 int connectTcp(const std::string& host, int port, double timeoutS, std::string& why) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutS);
   for (int attempt = 0;; ++attempt) {

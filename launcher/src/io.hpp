@@ -44,6 +44,8 @@ bool writeAll(int fd, const std::string& data);
 
 // A TCP listener on address:0 (IPv4); returns the fd and sets port.
 int listenTcp(const std::string& address, int& port);
+// Why 0.0.0.0:port cannot be bound ("Address already in use"), or "" when it can.
+std::string bindError(int port);
 // Connects to host:port (resolving host), retrying until timeoutS; -1 on failure with why set.
 int connectTcp(const std::string& host, int port, double timeoutS, std::string& why);
 

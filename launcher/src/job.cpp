@@ -177,6 +177,7 @@ void Job::writeManifest(const std::string& status, const json& extra) {
                 {"attempt", s_.attempt},
                 {"max_restarts", s_.maxRestarts},
                 {"earlier_attempts", s_.earlierAttempts},
+                {"instance", s_.instance},
                 {"rank_environment", withoutSecrets(rankEnv)},
                 {"environment", withoutSecrets(Environment::fromProcess().all())}};
   }

@@ -24,6 +24,13 @@ RunSummary summarise(const RunData& run, const CompareSide& side) {
   s.dir = run.dir;
   s.label = side.label.empty() ? baseName(run.dir) : side.label;
   s.instance = side.instance;
+  if (!s.instance && !run.instance.empty()) {  // recorded by ddprun --instance
+    try {
+      s.instance = decodeInstance(run.instance);
+    } catch (const ConfigError& e) {
+      s.missing.push_back(fmt::format("run.json's instance: {}", e.what()));
+    }
+  }
   s.pricePerHour = side.pricePerHour;
   s.hosts.assign(run.hosts.begin(), run.hosts.end());
   s.instances = std::max<int>(1, static_cast<int>(s.hosts.size()));

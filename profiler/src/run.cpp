@@ -195,6 +195,9 @@ RunData loadRun(const std::string& dir) {
       if (auto it = object->find("command"); it != object->end() && it->is_array())
         for (const auto& arg : *it)
           if (arg.is_string()) run.command.push_back(arg.get<std::string>());
+      if (auto it = object->find("instance"); it != object->end() && it->is_object() && it->contains("name") &&
+                                              (*it)["name"].is_string())
+        run.instance = (*it)["name"].get<std::string>();
       if (auto it = object->find("hosts"); it != object->end() && it->is_array())
         for (const auto& h : *it)
           if (h.is_object() && h.contains("host") && h["host"].is_string()) run.hosts.insert(h["host"].get<std::string>());

@@ -11,6 +11,7 @@
 #include "ddp/launcher/plan.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/worker.hpp"
+#include "ddp/profiler/instances.hpp"
 #include "../../src/io.hpp"
 
 #include <CLI/CLI.hpp>
@@ -44,7 +45,8 @@ namespace fs = std::filesystem;
 // Options that take a value, so the scan below knows where PROGRAM starts.
 const std::set<std::string> kWithValue = {"-np", "--np", "-n", "-H", "--host", "--hostfile", "--nproc-per-node",
                                           "--run-dir", "--nccl-debug", "--nccl-subsys", "-x", "--mpi-args", "--output",
-                                          "--grace", "--log-level", "--start-timeout", "--max-restarts", "--timeout"};
+                                          "--grace", "--log-level", "--start-timeout", "--max-restarts", "--timeout",
+                                          "--master-port", "--instance"};
 
 const std::set<std::string> kFlags = {"--profile", "--oversubscribe", "--no-gpu-binding", "--dry-run", "--version", "-h", "--help"};
 
@@ -83,6 +85,21 @@ int usableCores() {
 // runs on one host never pick the same one.
 class PortReservation {
  public:
+  // A port the user chose (--master-port): it must be free, and no other ddprun may hold it.
+  explicit PortReservation(int wanted) {
+    const std::string lock = fmt::format("/tmp/ddprun-port-{}.lock", wanted);
+    int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    const bool locked = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    std::string why = locked ? io::bindError(wanted) : "another ddprun run holds it";
+    if (!why.empty()) {
+      if (fd >= 0) ::close(fd);
+      throw ddp::ConfigError(fmt::format("--master-port {} is not free on this host ({}): choose another port, or leave "
+                                         "--master-port out and ddprun picks a free one",
+                                         wanted, why));
+    }
+    fd_ = fd;
+    port_ = wanted;
+  }
   PortReservation() {
     for (int attempt = 0; attempt < 64; ++attempt) {
       int port = 0;
@@ -198,6 +215,12 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   app.add_option("--max-restarts", settings.maxRestarts, "After a failure, run the whole job again up to N times (fresh MASTER_PORT, "
                  "DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/attempts/K). Example: --max-restarts 2")
       ->check(CLI::Range(0, 1000));
+  int masterPortWanted = 0;
+  app.add_option("--master-port", masterPortWanted, "MASTER_PORT for rank 0's rendezvous (default: a free port, a new one per "
+                 "attempt). Example: --master-port 29500")->check(CLI::Range(1, 65535));
+  std::string instance;
+  app.add_option("--instance", instance, "The instance type the job runs on, recorded in run.json for ddprof compare. "
+                 "Example: --instance ecs.gn7i-c16g1.16xlarge");
   app.add_flag("--dry-run", dryRun, "Print the mpirun command and the rank environment, shell-quoted, and exit");
   app.add_option("--log-level", logLevel, "ddprun's own messages: error, warn, info or debug. Example: --log-level debug");
   app.add_flag("--version", showVersion, "Print the version and exit");
@@ -224,6 +247,7 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   settings.graceSeconds = grace;
   settings.startTimeoutSeconds = startTimeout;
   settings.profile = o.profile;
+  if (!instance.empty()) settings.instance = ddp::profiler::toJson(ddp::profiler::decodeInstance(instance));
 
   settings.command = fullArgv;
 
@@ -252,7 +276,7 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
     ctx.hostfileText.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
 
-  PortReservation masterPort;
+  auto masterPort = masterPortWanted > 0 ? PortReservation(masterPortWanted) : PortReservation();
   ctx.masterPort = masterPort.port();
   auto plan = makeLaunchPlan(o, ctx);
   checkResolvable(plan, ctx.localHost, !o.hostList.empty() ? "-H" : !o.hostfile.empty() ? o.hostfile : "the Slurm allocation");
@@ -269,7 +293,7 @@ int launch(const std::vector<std::string>& rawArgs, const std::vector<std::strin
   o.runDir = makeRunDirectory(plan.runDir, !o.runDir.empty(), o.profile);
   for (int attempt = 0;; ++attempt) {
     std::optional<PortReservation> freshPort;  // every attempt gets its own MASTER_PORT
-    if (attempt > 0) ctx.masterPort = freshPort.emplace().port();
+    if (attempt > 0 && masterPortWanted == 0) ctx.masterPort = freshPort.emplace().port();
     ctx.attempt = attempt;
     int controlFd = io::listenTcp(local ? "127.0.0.1" : "0.0.0.0", ctx.controlPort);
     ctx.controlToken = io::randomHex(16);

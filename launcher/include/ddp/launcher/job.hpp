@@ -28,6 +28,7 @@ struct JobSettings {
   int attempt = 0;                    // of --max-restarts: 0 first
   int maxRestarts = 0;
   nlohmann::json earlierAttempts = nlohmann::json::array();  // for run.json
+  nlohmann::json instance;            // --instance, decoded (docs/compare.md); null when not given
 };
 
 struct JobOutcome {

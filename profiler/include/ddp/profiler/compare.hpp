@@ -16,7 +16,7 @@ namespace ddp::profiler {
 
 struct CompareSide {
   std::string label;                   // empty: the run directory's name
-  std::optional<Instance> instance;
+  std::optional<Instance> instance;    // else the run's own (run.json, from ddprun --instance)
   std::optional<double> pricePerHour;  // per instance-hour, in the user's currency
 };
 

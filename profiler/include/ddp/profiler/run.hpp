@@ -53,6 +53,7 @@ struct RunData {
   std::vector<RankExit> exits;
   std::optional<int> worldSize;       // run.json "np", else the records' world_size
   std::vector<std::string> command;   // run.json "command": program and arguments
+  std::string instance;               // run.json "instance" "name" (ddprun --instance), if given
   std::optional<NcclFacts> nccl;      // when nccl/*.log exist
   std::set<std::string> hosts;        // where ranks ran: exit records, else run.json "hosts", else NCCL
   std::vector<BenchRow> bench;        // ddpbench*.json in the run directory

@@ -341,7 +341,7 @@ JobOutcome Job::run() {
     }
     progress_.emplace(plan_.np, steps);
     progressTty_ = ::isatty(STDERR_FILENO) == 1;
-    nextProgress_ = start_ + std::chrono::seconds(progressTty_ ? 2 : 10);
+    nextProgress_ = start_ + std::chrono::seconds(3);
   }
   startUnixUs_ = comm::unixMicros();
   writeManifest("running", json::object());

@@ -15,10 +15,10 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$DDPRUN" --profile --output quiet --run-dir "$work/run" -np 4 "$TRAIN" --model mlp --steps 120 --fault 2:0:slow:40 \
+"$DDPRUN" --profile --output quiet --run-dir "$work/run" -np 4 "$TRAIN" --model mlp --steps 220 --fault 2:0:slow:40 \
   2>err.txt >out.txt || { cat err.txt; fail "ddprun"; }
 cat err.txt
-grep -Eq "^ddprun: step [0-9]+/120 \([0-9]+ %\), [0-9.]+ steps/s, ETA [0-9]+:[0-9]{2}; the others wait most for rank 2" err.txt ||
+grep -Eq "^ddprun: step [0-9]+/220 \([0-9]+ %\), [0-9.]+ steps/s, ETA [0-9]+:[0-9]{2}; the others wait most for rank 2" err.txt ||
   fail "no live progress line naming rank 2 (slowed by 40 ms a step)"
 for f in report.html trace.json report.json; do [[ -s run/$f ]] || fail "run/$f missing"; done
 

@@ -53,7 +53,7 @@ RunSummary summarise(const RunData& run, const CompareSide& side) {
     for (auto t : run.nccl->transports) s.transports.emplace_back(transportClassName(t));
     s.network = run.nccl->network;
   } else {
-    s.missing.push_back("no NCCL log (run with ddprun --profile): transports unknown");
+    s.missing.push_back("no NCCL log: transports unknown (the nccl backend under ddprun --profile writes one)");
   }
   for (const auto& row : run.bench) {
     if (row.op != "allreduce" || row.bytes < s.busbwBytes) continue;

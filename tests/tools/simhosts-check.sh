@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# simhosts-check.sh: train as 2 hosts x 2 ranks over Gloo across real TCP between network
+# namespaces (scripts/simulate-hosts), first on unlimited links, then with host sim1 limited to
+# 10 Mbit/s (tc tbf). DDPRUN, TRAIN and DDPROF in the environment.
+#   - both runs train correctly (--verify: parameters bitwise identical on the 4 ranks), with
+#     ranks 0-1 on sim0 and 2-3 on sim1;
+#   - the slow-link run has the comm_bound finding and lower throughput; the fast one has neither;
+#   - `ddprof compare` of the two says which is faster and shows the exposed communication.
+# Exits 77 (skipped, with the reason) where network namespaces cannot be made.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+sim=$here/scripts/simulate-hosts
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: simulated hosts need root (network namespaces)"; exit 77; }
+probe=ddpsim-probe-$$
+if ! ip netns add "$probe" 2>/dev/null; then echo "SKIP: this machine does not allow network namespaces (ip netns add failed)"; exit 77; fi
+ip netns del "$probe"
+work=$(mktemp -d)
+trap '"$sim" down; rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+field() { /usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k if not k.isdigit() else int(k)] for k in sys.argv[2:]]; print(v)' "$@"; }
+
+job() {  # job NAME: 2 hosts x 2 ranks, launched from sim0
+  "$sim" exec sim0 -- "$DDPRUN" --profile --output rank:0 --run-dir "$work/$1" -H sim0:2,sim1:2 \
+    "$TRAIN" --backend gloo --model cnn --batch-size 128 --steps 30 --log-every 100 --verify 2>&1 | tee "$1.txt"
+  grep -q "verify: parameters bitwise identical on 4 ranks" "$1.txt" || fail "$1: the ranks disagree"
+  for r in 0 1 2 3; do
+    [[ $(field "$work/$1/ranks/rank-0000$r.exit.json" host) == sim$((r / 2)) ]] || fail "$1: rank $r not on sim$((r / 2))"
+  done
+}
+kinds() { /usr/bin/python3 -c 'import json,sys; print(" ".join(f["kind"] for f in json.load(open(sys.argv[1]))["findings"]))' "$1"; }
+rate() { field "$1" scaling samples_per_s; }
+
+"$sim" up 2
+job fast
+"$sim" up 2 --rate sim1=10mbit
+job slow
+fast_kinds=$(kinds fast/report.json) slow_kinds=$(kinds slow/report.json)
+echo "fast: $(rate fast/report.json) samples/s, findings: ${fast_kinds:-none}"
+echo "slow: $(rate slow/report.json) samples/s, findings: ${slow_kinds:-none}"
+[[ " $slow_kinds " == *" comm_bound "* ]] || fail "the slow-link run has no comm_bound finding"
+[[ " $fast_kinds " != *" comm_bound "* ]] || fail "the fast-link run is comm_bound too"
+"$DDPROF" compare fast slow --label-a unlimited --label-b 10mbit --price-a 1 --price-b 1 | tee compare.txt
+grep -Eq "^unlimited trains [0-9.]+x faster" compare.txt || fail "compare does not find the fast link faster"
+grep -Eq "^Exposed communication: unlimited [0-9.]+ %, 10mbit [0-9.]+ % of the step" compare.txt || fail "compare: exposure"
+grep -q "^hosts .*2 (sim0, sim1)" compare.txt || fail "compare: hosts"
+"$sim" down
+if ip netns list | grep -q ddpsim; then fail "namespaces left after down"; fi
+echo ok

@@ -92,7 +92,7 @@ StepRecord parseStepRecord(std::string_view line) {
   json object;
   try {
     object = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range (1e999)
     throw ConfigError(fmt::format("not JSON ({})", e.what()));
   }
   if (!object.is_object()) throw ConfigError("not a JSON object");

@@ -2,6 +2,7 @@
 
 #include "ddp/comm/environment.hpp"
 #include "ddp/comm/error.hpp"
+#include "ddp/comm/json_text.hpp"
 #include "ddp/comm/net.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/profiler/instances.hpp"
@@ -239,7 +240,7 @@ int runDoctor(const std::vector<std::string>& args) {
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& c : checks) j.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
-    std::cout << j.dump(2) << "\n";
+    std::cout << jsonText(j, 2) << "\n";
   } else {
     std::cout << renderChecks(checks);
     std::cout << (gpuCount ? fmt::format("\n{} GPU(s): multi-GPU training with the nccl backend.\n", gpuCount)

@@ -115,6 +115,10 @@ std::vector<HostSlots> readHostfile(const std::string& path) {
 
 namespace {
 
+// More nodes than any Slurm allocation has: a list that expands beyond this is a mistake, and
+// expanding it would exhaust memory ("n[0-99999][0-99999]").
+constexpr size_t kMaxNodes = 100000;
+
 // One item of a node list, every bracket group expanded: "r[1-2]-n[0-1]" -> r1-n0 r1-n1 r2-n0 r2-n1.
 std::vector<std::string> expandItem(std::string_view item, std::string_view list) {
   size_t open = item.find('[');
@@ -136,7 +140,9 @@ std::vector<std::string> expandItem(std::string_view item, std::string_view list
     auto hi = dash == std::string_view::npos ? lo : range.substr(dash + 1);
     if (!isNumber(lo) || !isNumber(hi)) throw ConfigError(fmt::format("Slurm node list '{}': '{}' is not a number range", list, range));
     long a = std::stol(std::string(lo)), b = std::stol(std::string(hi));
-    if (b < a || b - a > 100000) throw ConfigError(fmt::format("Slurm node list '{}': bad range '{}'", list, range));
+    if (b < a) throw ConfigError(fmt::format("Slurm node list '{}': bad range '{}'", list, range));
+    if (static_cast<size_t>(b - a + 1) * rest.size() + out.size() > kMaxNodes)
+      throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, kMaxNodes));
     for (long n = a; n <= b; ++n)
       for (const auto& r : rest) out.push_back(fmt::format("{}{:0{}}{}", prefix, n, lo.size(), r));
   }
@@ -156,6 +162,7 @@ std::vector<std::string> expandSlurmNodelist(std::string_view list) {
       auto item = trim(list.substr(begin, i - begin));
       if (!item.empty())
         for (auto& name : expandItem(item, list)) out.push_back(std::move(name));
+      if (out.size() > kMaxNodes) throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, kMaxNodes));
       begin = i + 1;
     }
   }
@@ -175,6 +182,8 @@ std::vector<int> expandSlurmTasksPerNode(std::string_view list) {
       repeat = r.value_or(0);
     }
     if (!count) throw ConfigError(fmt::format("Slurm tasks per node '{}': '{}' is not N or N(xM)", list, item));
+    if (out.size() + static_cast<size_t>(repeat) > kMaxNodes)
+      throw ConfigError(fmt::format("Slurm tasks per node '{}' covers more than {} nodes", list, kMaxNodes));
     out.insert(out.end(), static_cast<size_t>(repeat), *count);
   }
   return out;

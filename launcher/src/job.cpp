@@ -2,6 +2,7 @@
 
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/files.hpp"
+#include "ddp/comm/json_text.hpp"
 #include "ddp/comm/timings.hpp"
 #include "ddp/config.hpp"
 #include "ddp/launcher/process.hpp"
@@ -185,7 +186,7 @@ void Job::writeManifest(const std::string& status, const json& extra) {
   j["status"] = status;
   for (const auto& [k, v] : extra.items()) j[k] = v;
   try {
-    writeFileAtomically(plan_.runDir + "/run.json", j.dump(2) + "\n");
+    writeFileAtomically(plan_.runDir + "/run.json", jsonText(j, 2) + "\n");
   } catch (const std::exception& e) {
     say(Verbosity::kError, e.what());
   }
@@ -479,7 +480,7 @@ JobOutcome Job::finish() {
     if (rec.status == "lost") lost.push_back(r);
     if (rec.status == "collateral" || rec.status == "stopped") collateral.push_back(r);
     try {
-      writeFileAtomically(rankFile(plan_.runDir, r, ".exit.json"), toJson(rec).dump(2) + "\n");
+      writeFileAtomically(rankFile(plan_.runDir, r, ".exit.json"), jsonText(toJson(rec), 2) + "\n");
     } catch (const std::exception& e) {
       say(Verbosity::kError, e.what());
     }

@@ -1,6 +1,7 @@
 #include "sampler.hpp"
 
 #include "ddp/comm/error.hpp"
+#include "ddp/comm/json_text.hpp"
 #include "ddp/comm/timings.hpp"
 
 #include <fmt/format.h>
@@ -94,7 +95,7 @@ void UtilSampler::poll(int pgid) {
       line["gpu_mem_used_mib"] = s->memUsedMiB;
     }
   }
-  const auto text = line.dump() + "\n";
+  const auto text = jsonText(line) + "\n";
   std::fwrite(text.data(), 1, text.size(), file_);
   std::fflush(file_);
 }

@@ -2,6 +2,7 @@
 
 #include "ddp/comm/error.hpp"
 #include "ddp/comm/files.hpp"
+#include "ddp/comm/json_text.hpp"
 #include "ddp/comm/timings.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
@@ -170,7 +171,7 @@ std::string captureStacks(pid_t pid) {
 void writeRecord(const std::string& runDir, const RankRecord& record) {
   if (runDir.empty()) return;
   try {
-    writeFileAtomically(rankFile(runDir, record.rank, ".exit.json"), toJson(record).dump(2) + "\n");
+    writeFileAtomically(rankFile(runDir, record.rank, ".exit.json"), jsonText(toJson(record), 2) + "\n");
   } catch (const std::exception& e) {
     io::writeAll(STDERR_FILENO, fmt::format("ddprun worker (rank {}): {}\n", record.rank, e.what()));
   }
@@ -246,7 +247,7 @@ int runWorker(const std::vector<std::string>& program) {
       record.stopRequested = true;
       record.endUnixUs = comm::unixMicros();
       writeRecord(runDir, record);
-      control.send("exit " + toJson(record).dump());
+      control.send("exit " + jsonText(toJson(record)));
       return 0;
     }
   }
@@ -278,7 +279,7 @@ int runWorker(const std::vector<std::string>& program) {
     record.exitCode = 127;
     record.endUnixUs = comm::unixMicros();
     writeRecord(runDir, record);
-    control.send("exit " + toJson(record).dump());
+    control.send("exit " + jsonText(toJson(record)));
     if (logFd >= 0) ::close(logFd);
     return control.fd >= 0 ? 0 : 127;
   }
@@ -386,7 +387,7 @@ int runWorker(const std::vector<std::string>& program) {
   record.peakRssKb = status->maxRssKb;
   if (logFd >= 0) ::close(logFd);
   writeRecord(runDir, record);
-  control.send("exit " + toJson(record).dump());
+  control.send("exit " + jsonText(toJson(record)));
   if (control.fd >= 0) {
     ::shutdown(control.fd, SHUT_WR);
     control.close();

@@ -1,6 +1,7 @@
 #include "ddp/profiler/report.hpp"
 
 #include "ddp/comm/files.hpp"
+#include "ddp/comm/json_text.hpp"
 #include "ddp/profiler/trace.hpp"
 #include "html.hpp"
 
@@ -311,14 +312,14 @@ RenderedReport reportRun(const std::string& dir, bool write) {
   auto timing = analyseTimings(run);
   auto findings = diagnose(run, timing);
   Report report{run, timing, findings};
-  RenderedReport out{renderReportText(report), reportJson(report).dump(2) + "\n", renderReportMarkdown(report),
+  RenderedReport out{renderReportText(report), ddp::jsonText(reportJson(report), 2) + "\n", renderReportMarkdown(report),
                      renderReportHtml(report), run.problems, timing.stepsAnalysed > 0 || run.nccl || !run.exits.empty()};
   if (write) {
     ddp::writeFileAtomically(dir + "/report.txt", out.text);
     ddp::writeFileAtomically(dir + "/report.json", out.json);
     ddp::writeFileAtomically(dir + "/report.md", out.markdown);
     ddp::writeFileAtomically(dir + "/report.html", out.html);
-    if (!run.timings.empty()) ddp::writeFileAtomically(dir + "/trace.json", traceJson(run).dump() + "\n");
+    if (!run.timings.empty()) ddp::writeFileAtomically(dir + "/trace.json", ddp::jsonText(traceJson(run)) + "\n");
   }
   return out;
 }

@@ -49,6 +49,12 @@ TEST_CASE("Slurm node lists and tasks per node", "[launcher][hosts][slurm]") {
   CHECK(expandSlurmTasksPerNode("2(x3),1") == std::vector<int>{2, 2, 2, 1});
   CHECK(expandSlurmTasksPerNode("8") == std::vector<int>{8});
   CHECK_THROWS_WITH(expandSlurmTasksPerNode("2(x)"), Catch::Contains("'2(x)' is not N or N(xM)"));
+  // Found by fuzz_hostfile: lists that expand to more nodes than any cluster has are refused
+  // before they exhaust memory.
+  CHECK_THROWS_WITH(expandSlurmNodelist("n[0-999][0-999]"), Catch::Contains("names more than 100000 nodes"));
+  CHECK_THROWS_WITH(expandSlurmNodelist("a[0-60000],b[0-60000]"), Catch::Contains("names more than 100000 nodes"));
+  CHECK(expandSlurmNodelist("n[0-99][0-99]").size() == 10000);
+  CHECK_THROWS_WITH(expandSlurmTasksPerNode("1(x200000)"), Catch::Contains("covers more than 100000 nodes"));
 
   ddp::Environment inside(std::map<std::string, std::string, std::less<>>{
       {"SLURM_JOB_NODELIST", "gpu[1-2]"}, {"SLURM_TASKS_PER_NODE", "4(x2)"}});

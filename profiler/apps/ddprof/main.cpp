@@ -4,6 +4,7 @@
 //           ddprof scaling runs/np1 runs/np2 runs/np4
 //           ddprof compare runs/nvlink runs/eri --price-a 30 --price-b 12 --dataset-size 1281167
 #include "ddp/comm/error.hpp"
+#include "ddp/comm/json_text.hpp"
 #include "ddp/profiler/compare.hpp"
 #include "ddp/profiler/report.hpp"
 
@@ -41,7 +42,7 @@ struct CompareCli {
 int runNccl(const NcclOptions& o) {
   auto facts = readNcclLogs(o.files);
   if (o.json)
-    std::cout << toJson(facts).dump(2) << "\n";
+    std::cout << ddp::jsonText(toJson(facts), 2) << "\n";
   else
     std::cout << renderNcclSummary(facts);
   if (facts.linesRecognised == 0) {
@@ -68,7 +69,7 @@ int runScaling(const ScalingOptions& o) {
   for (const auto& dir : o.dirs) runs.push_back(loadRun(dir));
   auto scaling = analyseScaling(runs);
   const auto format = o.json ? "json" : o.format;
-  std::cout << (format == "json" ? scalingJson(scaling).dump(2) + "\n"
+  std::cout << (format == "json" ? ddp::jsonText(scalingJson(scaling), 2) + "\n"
                 : format == "html" ? renderScalingHtml(scaling) : renderScalingText(scaling));
   return 0;
 }
@@ -91,7 +92,7 @@ int runCompare(const CompareCli& o) {
   const auto a = loadRun(o.dirA);
   const auto b = loadRun(o.dirB);
   const auto comparison = compareRuns(a, b, options);
-  std::cout << (o.format == "json" ? compareJson(comparison).dump(2) + "\n"
+  std::cout << (o.format == "json" ? ddp::jsonText(compareJson(comparison), 2) + "\n"
                 : o.format == "md" ? renderCompareMarkdown(comparison)
                 : o.format == "html" ? renderCompareHtml(comparison) : renderCompareText(comparison));
   return 0;

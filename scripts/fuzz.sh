@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# fuzz.sh: builds the libFuzzer targets (fuzz/, clang with ASan + UBSan) and runs each one from
+# its seed corpus (fuzz/corpus/TARGET), printing runs, time and the verdict per target.
+#   scripts/fuzz.sh --runs 10000000              every target, 10 M executions each (the benchmark)
+#   scripts/fuzz.sh --seconds 600 nccl_log       one target for 10 minutes
+#   scripts/fuzz.sh --smoke                      10 s each (CI)
+# New inputs go to BUILD/corpus/TARGET (the seeds in the repository are left alone); a crash, leak,
+# sanitizer report or timeout leaves BUILD/artifacts/TARGET-* and makes the script exit 1.
+# BUILD is $DDP_FUZZ_BUILD, default build-fuzz.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DDP_FUZZ_BUILD:-$root/build-fuzz}
+limit=(-max_total_time=60) what="60 s"
+targets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --smoke) limit=(-max_total_time=10) what="10 s"; shift ;;
+    --seconds) [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds needs a number" >&2; exit 2; }
+               limit=(-max_total_time="$2") what="$2 s"; shift 2 ;;
+    --runs) [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --runs needs a number" >&2; exit 2; }
+            limit=(-runs="$2") what="$2 runs"; shift 2 ;;
+    nccl_log|hostfile|slurm|timings) targets+=("$1"); shift ;;
+    *) echo "fuzz.sh: unknown argument '$1' (targets: nccl_log hostfile slurm timings)" >&2; exit 2 ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(nccl_log hostfile slurm timings)
+command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/install-deps.sh installs clang)" >&2; exit 2; }
+
+CXX=clang++ cmake -S "$root/fuzz" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$build" -j2 >/dev/null
+declare -A max_len=([nccl_log]=1024 [hostfile]=256 [slurm]=128 [timings]=1024)
+mkdir -p "$build/artifacts"
+status=0
+printf '%-10s %12s %9s %10s  %s\n' target runs seconds "runs/s" result
+for t in "${targets[@]}"; do
+  mkdir -p "$build/corpus/$t"
+  log="$build/$t.log"
+  set +e
+  "$build/fuzz_$t" "${limit[@]}" -max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts/$t-" "$build/corpus/$t" "$root/fuzz/corpus/$t" >"$log" 2>&1
+  rc=$?
+  set -e
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  result=clean
+  if [ $rc -ne 0 ] || grep -q "^SUMMARY:" "$log"; then
+    result="FAILED: $(grep -m1 -E '^SUMMARY:|ERROR:' "$log" || echo "exit $rc") (see $log)"
+    status=1
+  fi
+  rate=-
+  [ -n "${secs:-}" ] && [ "${secs:-0}" -gt 0 ] && rate=$(( ${runs:-0} / secs ))
+  printf '%-10s %12s %9s %10s  %s\n' "$t" "${runs:--}" "${secs:--}" "$rate" "$result"
+done
+echo "fuzz.sh: $what per target, ASan + UBSan + libFuzzer (clang $(clang++ -dumpversion))"
+exit $status

@@ -1,5 +1,6 @@
 // Every line shape of the NCCL field guide (../shared/nccl-log-format.md), on lines written for
 // the tests, with the parsed struct checked.
+#include "ddp/comm/json_text.hpp"
 #include "ddp/profiler/nccl_facts.hpp"
 #include "ddp/profiler/nccl_line.hpp"
 
@@ -278,4 +279,13 @@ TEST_CASE("files are read whole: lines across mapping windows, no final newline,
   auto proc = readNcclLogs({"/proc/self/status"});
   CHECK(proc.linesRead > 5);
   CHECK(proc.linesRecognised == 0);
+}
+
+TEST_CASE("facts with bytes that are not UTF-8 still become JSON (found by fuzz_nccl_log)", "[profiler][nccl]") {
+  NcclFactsBuilder builder;
+  builder.addLine("h\xff\xfe:1570:1570 [0] NCCL INFO Channel 35/64 :    0");
+  builder.addLine("h\xff\xfe:1570:1570 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to e\xc3");
+  const auto text = ddp::jsonText(toJson(builder.finish()));
+  CHECK_THAT(text, Catch::Contains("h\xef\xbf\xbd"));  // U+FFFD in place of the bad bytes
+  CHECK(nlohmann::json::parse(text).is_object());
 }

@@ -25,6 +25,17 @@ std::string tick(double v) {
   return fmt::format("{:.3g}", v);
 }
 
+// Byte sizes: 1K, 64K, 1M, 4G.
+std::string sizeTick(double v) {
+  const char* units[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return tick(std::round(v * 10) / 10) + units[u];
+}
+
 constexpr int kWidth = 720, kLeft = 150, kRight = 70, kRow = 22;
 
 std::string svgOpen(const std::string& title, int height) {
@@ -136,7 +147,7 @@ std::string lineChart(const std::string& title, const std::vector<double>& xs, c
     const size_t ticks = std::min<size_t>(xs.size(), 8);
     for (size_t t = 0; t < ticks; ++t) {
       const double x = xs[t * (xs.size() - 1) / std::max<size_t>(1, ticks - 1)];
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(x), plotBottom + 15, tick(x));
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(x), plotBottom + 15, logX ? sizeTick(x) : tick(x));
     }
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", (left + right) / 2, plotBottom + 32, escape(xLabel));

@@ -22,7 +22,8 @@ std::string barChart(const std::string& title, const std::vector<std::pair<std::
 // One horizontal stacked bar per row (e.g. a rank), one segment per category (e.g. a phase).
 std::string stackedBars(const std::string& title, const std::vector<std::string>& categories,
                         const std::vector<Series>& rows, const std::string& unit);
-// Lines over shared x values; logX for sizes. dashed: series drawn dashed (e.g. "ideal").
+// Lines over shared x values; logX: x are byte sizes, on a log scale, labelled 1K, 1M, ... dashed:
+// series drawn dashed (e.g. "ideal").
 std::string lineChart(const std::string& title, const std::vector<double>& xs, const std::vector<Series>& series,
                       const std::string& xLabel, const std::string& yLabel, bool logX = false,
                       const std::vector<std::string>& dashed = {});

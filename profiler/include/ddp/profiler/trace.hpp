@@ -1,6 +1,6 @@
 #pragma once
 // trace.json: the run's step timings as a Chrome Trace Event file for ui.perfetto.dev
-// (docs/trace.md): one process per rank, a lane of steps, a lane of step phases and one lane
+// (docs/report-html.md): one process per rank, a lane of steps, a lane of step phases and one lane
 // per gradient bucket's collective, with clocks of different hosts aligned.
 
 #include "ddp/profiler/run.hpp"
@@ -15,7 +15,7 @@ namespace ddp::profiler {
 // Per host, the microseconds to subtract from its timestamps to put them on the clock of the
 // lowest rank's host. An allreduce cannot end on any rank before every rank has started it, so
 // each gradient bucket of each step bounds the offset from both sides; the estimate is the middle
-// of the tightest bounds (docs/trace.md). Hosts come from the exit records; without them every
+// of the tightest bounds (docs/report-html.md). Hosts come from the exit records; without them every
 // rank is taken to share one clock.
 std::map<std::string, double> estimateClockOffsets(const RunData& run);
 

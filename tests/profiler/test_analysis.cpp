@@ -55,6 +55,18 @@ RunData makeRun(int ranks, int steps, int64_t samples, const std::function<RankS
   return run;
 }
 
+// One timings line as a step timer writes it.
+std::string recordLine(int rank, int worldSize, int64_t step, int64_t samples, double stepMs, double forwardMs = 0) {
+  StepRecord r;
+  r.rank = rank;
+  r.worldSize = worldSize;
+  r.step = step;
+  r.samples = samples;
+  r.stepMs = stepMs;
+  r.phaseMs(Phase::kForward) = forwardMs;
+  return ddp::comm::formatStepRecord(r);
+}
+
 bool hasFinding(const std::vector<Finding>& findings, const std::string& kind) {
   for (const auto& f : findings)
     if (f.kind == kind) return true;
@@ -202,16 +214,7 @@ TEST_CASE("the run loader keeps what is sound and names every bad line", "[profi
   fs::remove_all(dir);
   fs::create_directories(dir / "timings");
   fs::create_directories(dir / "ranks");
-  auto good = [](int rank, int step) {
-    StepRecord r;
-    r.rank = rank;
-    r.worldSize = 3;
-    r.step = step;
-    r.samples = 4;
-    r.stepMs = 5;
-    r.phaseMs(Phase::kForward) = 2;
-    return ddp::comm::formatStepRecord(r);
-  };
+  auto good = [](int rank, int step) { return recordLine(rank, 3, step, 4, 5, 2); };
   std::ofstream(dir / "timings" / "rank-00000.jsonl") << good(0, 0) << "\n" << good(0, 1) << "\n{\"schema\":1,\"rank\":0\n" << good(0, 2) << "\n";
   std::ofstream(dir / "timings" / "rank-00001.jsonl") << "{\"schema\":2,\"rank\":1}\n{\"schema\":2,\"rank\":1}\n";
   std::ofstream(dir / "timings" / "rank-00002.jsonl") << "";
@@ -244,15 +247,7 @@ TEST_CASE("a restarted run: what the restart redid, collateral ranks, hosts and 
   for (auto sub : {"timings", "ranks", "attempts/0/timings"}) fs::create_directories(dir / sub);
   auto steps = [](const fs::path& file, int rank, int from, int to) {
     std::ofstream out(file);
-    for (int step = from; step <= to; ++step) {
-      StepRecord r;
-      r.rank = rank;
-      r.worldSize = 2;
-      r.step = step;
-      r.samples = 8;
-      r.stepMs = 100;
-      out << ddp::comm::formatStepRecord(r) << "\n";
-    }
+    for (int step = from; step <= to; ++step) out << recordLine(rank, 2, step, 8, 100) << "\n";
   };
   for (int rank : {0, 1}) {
     steps(dir / "attempts/0/timings" / fmt::format("rank-{:05}.jsonl", rank), rank, 0, 22);

@@ -115,18 +115,14 @@ std::vector<HostSlots> readHostfile(const std::string& path) {
 
 namespace {
 
-// More nodes than any Slurm allocation has: a list that expands beyond this is a mistake, and
-// expanding it would exhaust memory ("n[0-99999][0-99999]").
-constexpr size_t kMaxNodes = 100000;
-
 // One item of a node list, every bracket group expanded: "r[1-2]-n[0-1]" -> r1-n0 r1-n1 r2-n0 r2-n1.
-std::vector<std::string> expandItem(std::string_view item, std::string_view list) {
+std::vector<std::string> expandItem(std::string_view item, std::string_view list, size_t maxNodes) {
   size_t open = item.find('[');
   if (open == std::string_view::npos) return {std::string(item)};
   size_t close = item.find(']', open);
   if (close == std::string_view::npos) throw ConfigError(fmt::format("Slurm node list '{}': unclosed '['", list));
   const auto prefix = item.substr(0, open);
-  const auto rest = expandItem(item.substr(close + 1), list);
+  const auto rest = expandItem(item.substr(close + 1), list, maxNodes);
   auto isNumber = [](std::string_view t) {
     if (t.empty() || t.size() > 9) return false;
     for (char c : t)
@@ -141,8 +137,8 @@ std::vector<std::string> expandItem(std::string_view item, std::string_view list
     if (!isNumber(lo) || !isNumber(hi)) throw ConfigError(fmt::format("Slurm node list '{}': '{}' is not a number range", list, range));
     long a = std::stol(std::string(lo)), b = std::stol(std::string(hi));
     if (b < a) throw ConfigError(fmt::format("Slurm node list '{}': bad range '{}'", list, range));
-    if (static_cast<size_t>(b - a + 1) * rest.size() + out.size() > kMaxNodes)
-      throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, kMaxNodes));
+    if (static_cast<size_t>(b - a + 1) * rest.size() + out.size() > maxNodes)
+      throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, maxNodes));
     for (long n = a; n <= b; ++n)
       for (const auto& r : rest) out.push_back(fmt::format("{}{:0{}}{}", prefix, n, lo.size(), r));
   }
@@ -151,7 +147,7 @@ std::vector<std::string> expandItem(std::string_view item, std::string_view list
 
 }  // namespace
 
-std::vector<std::string> expandSlurmNodelist(std::string_view list) {
+std::vector<std::string> expandSlurmNodelist(std::string_view list, size_t maxNodes) {
   std::vector<std::string> out;
   int depth = 0;
   size_t begin = 0;
@@ -161,15 +157,15 @@ std::vector<std::string> expandSlurmNodelist(std::string_view list) {
     if (i == list.size() || (list[i] == ',' && depth == 0)) {
       auto item = trim(list.substr(begin, i - begin));
       if (!item.empty())
-        for (auto& name : expandItem(item, list)) out.push_back(std::move(name));
-      if (out.size() > kMaxNodes) throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, kMaxNodes));
+        for (auto& name : expandItem(item, list, maxNodes)) out.push_back(std::move(name));
+      if (out.size() > maxNodes) throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, maxNodes));
       begin = i + 1;
     }
   }
   return out;
 }
 
-std::vector<int> expandSlurmTasksPerNode(std::string_view list) {
+std::vector<int> expandSlurmTasksPerNode(std::string_view list, size_t maxNodes) {
   std::vector<int> out;
   for (auto item : split(list, ',')) {
     auto paren = item.find("(x");
@@ -182,8 +178,8 @@ std::vector<int> expandSlurmTasksPerNode(std::string_view list) {
       repeat = r.value_or(0);
     }
     if (!count) throw ConfigError(fmt::format("Slurm tasks per node '{}': '{}' is not N or N(xM)", list, item));
-    if (out.size() + static_cast<size_t>(repeat) > kMaxNodes)
-      throw ConfigError(fmt::format("Slurm tasks per node '{}' covers more than {} nodes", list, kMaxNodes));
+    if (out.size() + static_cast<size_t>(repeat) > maxNodes)
+      throw ConfigError(fmt::format("Slurm tasks per node '{}' covers more than {} nodes", list, maxNodes));
     out.insert(out.end(), static_cast<size_t>(repeat), *count);
   }
   return out;

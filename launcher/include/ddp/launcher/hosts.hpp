@@ -28,10 +28,15 @@ std::vector<HostSlots> parseHostfile(std::string_view text, const std::string& p
 // Reads and parses a hostfile; throws ConfigError when it cannot be read or is empty.
 std::vector<HostSlots> readHostfile(const std::string& path);
 
+// More nodes than any Slurm allocation has: a list that expands beyond it is refused (ConfigError)
+// instead of exhausting memory ("n[0-99999][0-99999]").
+inline constexpr size_t kMaxSlurmNodes = 100000;
+
 // Slurm's compressed node lists: "node[01-03,07],gpu5" -> node01 node02 node03 node07 gpu5.
-std::vector<std::string> expandSlurmNodelist(std::string_view list);
+// (maxNodes below kMaxSlurmNodes: for the fuzzer, which explores the grammar, not big lists.)
+std::vector<std::string> expandSlurmNodelist(std::string_view list, size_t maxNodes = kMaxSlurmNodes);
 // SLURM_TASKS_PER_NODE / SLURM_STEP_TASKS_PER_NODE: "2(x3),1" -> 2 2 2 1.
-std::vector<int> expandSlurmTasksPerNode(std::string_view list);
+std::vector<int> expandSlurmTasksPerNode(std::string_view list, size_t maxNodes = kMaxSlurmNodes);
 
 // The hosts and slots of the Slurm allocation this process runs in (SLURM_JOB_NODELIST and
 // SLURM_TASKS_PER_NODE), or nullopt outside one; ConfigError when they disagree.

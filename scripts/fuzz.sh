@@ -36,7 +36,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$build/corpus/$t"
   log="$build/$t.log"
   set +e
-  "$build/fuzz_$t" "${limit[@]}" -max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  "$build/fuzz_$t" "${limit[@]}" -max_len="${max_len[$t]}" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts/$t-" "$build/corpus/$t" "$root/fuzz/corpus/$t" >"$log" 2>&1
   rc=$?
   set -e

@@ -196,4 +196,13 @@ TEST_CASE("report.html: self-contained, with the numbers of report.json in its c
       if (ms.get<double>() > 0) CHECK_THAT(page, Catch::Contains(fmt::format("data-v=\"{:.2f}\"", ms.get<double>())));
   }
   CHECK_THAT(page, Catch::Contains(fmt::format("{:.2f}", json["steps"]["step_ms_median"].get<double>())));
+
+  // The transport grid: one cell per edge, coloured by class, named in its tooltip.
+  NcclFactsBuilder nccl;
+  nccl.addLine("node-00:41000:41007 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read");
+  nccl.addLine("node-00:41001:41008 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct");
+  run.nccl = nccl.finish();
+  const auto withNccl = renderReportHtml(report);
+  CHECK_THAT(withNccl, Catch::Contains("Transports between ranks") && Catch::Contains("<title>0 to 1: P2P</title>") &&
+                           Catch::Contains("<title>1 to 0: SHM</title>") && Catch::Contains("<title>0 to 0: -</title>"));
 }

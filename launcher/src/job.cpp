@@ -450,6 +450,10 @@ JobOutcome Job::run() {
 }
 
 JobOutcome Job::finish() {
+  if (progressShown_) {  // the report and the verdict follow: the progress line goes
+    std::cerr << "\r\033[K" << std::flush;
+    progressShown_ = false;
+  }
   const auto culprit = [&]() -> std::optional<int> {
     if (!hung_.empty()) return hung_.front();
     std::vector<RankRecord> all;

@@ -97,10 +97,9 @@ class Job {
  private:
   void say(Verbosity level, const std::string& text) const {
     if (level > s_.verbosity) return;
-    if (progressShown_) std::cerr << "\r\033[K";  // the live progress line gives way
+    if (progress_) progress_->clear();  // the live progress line gives way
     std::cerr << "ddprun: " << text << "\n" << std::flush;
   }
-  void showProgress(Clock::time_point now);
   void acceptPeers();
   void onLine(Peer& peer, const std::string& line);
   void beginTeardown(const std::string& reason);
@@ -132,27 +131,8 @@ class Job {
   int64_t startUnixUs_ = 0;
   std::future<json> versions_;
   json manifest_;
-  // Live progress of a profiled run: one updating line on a terminal, else a line every 10 s.
-  std::optional<ProgressMeter> progress_;
-  bool progressTty_ = false;
-  mutable bool progressShown_ = false;
-  Clock::time_point nextProgress_{};
+  mutable std::optional<ProgressDisplay> progress_;  // a profiled run's live progress
 };
-
-void Job::showProgress(Clock::time_point now) {
-  if (!progress_ || tearingDown_ || now < nextProgress_) return;
-  nextProgress_ = now + (progressTty_ ? std::chrono::seconds(1) : std::chrono::seconds(10));
-  auto text = progress_->line(std::chrono::duration<double>(now - start_).count());
-  if (!text) return;
-  if (progressTty_) {
-    // Written, then the cursor goes back to the line's start: rank output overwrites it and the
-    // next tick draws it again.
-    std::cerr << "\r\033[Kddprun: " << *text << "\r" << std::flush;
-    progressShown_ = true;
-  } else {
-    std::cerr << "ddprun: " << *text << "\n" << std::flush;
-  }
-}
 
 // run.json: what the run is (built once, at its start), then its status and what the end adds.
 void Job::writeManifest(const std::string& status, const json& extra) {
@@ -340,9 +320,7 @@ JobOutcome Job::run() {
       const long long n = std::strtoll(text->c_str(), &end, 10);
       if (end != text->c_str() && *end == '\0' && n > 0) steps = n;
     }
-    progress_.emplace(plan_.np, steps);
-    progressTty_ = ::isatty(STDERR_FILENO) == 1;
-    nextProgress_ = start_ + std::chrono::seconds(3);
+    progress_.emplace(plan_.np, steps, ::isatty(STDERR_FILENO) == 1);
   }
   startUnixUs_ = comm::unixMicros();
   writeManifest("running", json::object());
@@ -430,7 +408,7 @@ JobOutcome Job::run() {
                                 rankList(missing), s_.startTimeoutSeconds, localHost_));
     }
     watchdog(now);
-    showProgress(now);
+    if (progress_ && !tearingDown_) progress_->tick(std::chrono::duration<double>(now - start_).count());
     if (tearingDown_) {
       const double since = std::chrono::duration<double>(now - teardownAt_).count();
       if (!mpirunTermSent_ && since > s_.graceSeconds + 2) {
@@ -450,10 +428,7 @@ JobOutcome Job::run() {
 }
 
 JobOutcome Job::finish() {
-  if (progressShown_) {  // the report and the verdict follow: the progress line goes
-    std::cerr << "\r\033[K" << std::flush;
-    progressShown_ = false;
-  }
+  if (progress_) progress_->clear();  // the report and the verdict follow
   const auto culprit = [&]() -> std::optional<int> {
     if (!hung_.empty()) return hung_.front();
     std::vector<RankRecord> all;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iostream>
 
 namespace ddp::launcher {
 
@@ -54,6 +55,25 @@ std::optional<std::string> ProgressMeter::line(double t) {
   if (laggard >= 0 && waits >= 4 && ranks_ > 1)
     out += fmt::format("; the others wait most for rank {} ({:.0f} % of waits)", laggard, 100 * heldUp_[laggard] / waits);
   return out;
+}
+
+void ProgressDisplay::tick(double t) {
+  if (t < next_) return;
+  next_ = t + (terminal_ ? 1 : 10);
+  auto text = meter_.line(t);
+  if (!text) return;
+  if (terminal_) {
+    std::cerr << "\r\033[Kddprun: " << *text << "\r" << std::flush;
+    shown_ = true;
+  } else {
+    std::cerr << "ddprun: " << *text << "\n" << std::flush;
+  }
+}
+
+void ProgressDisplay::clear() {
+  if (!shown_) return;
+  std::cerr << "\r\033[K" << std::flush;
+  shown_ = false;
 }
 
 }  // namespace ddp::launcher

@@ -34,4 +34,23 @@ class ProgressMeter {
   std::deque<std::pair<double, long long>> history_;   // (t, job's completed steps), the last ~10 s
 };
 
+// The meter on ddprun's stderr: on a terminal one line redrawn every second (the cursor left at
+// its start, so rank output overwrites it), otherwise a plain line every 10 s; the first after 3 s.
+class ProgressDisplay {
+ public:
+  ProgressDisplay(int ranks, std::optional<long long> totalSteps, bool terminal)
+      : meter_(ranks, totalSteps), terminal_(terminal) {}
+  void update(int rank, long long step, const std::string& phase, double t) { meter_.update(rank, step, phase, t); }
+  // Draws the line when it is due; t in seconds since the job started.
+  void tick(double t);
+  // Removes the line from a terminal, before another message is printed.
+  void clear();
+
+ private:
+  ProgressMeter meter_;
+  bool terminal_;
+  bool shown_ = false;
+  double next_ = 3;
+};
+
 }  // namespace ddp::launcher

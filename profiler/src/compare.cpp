@@ -192,10 +192,15 @@ Comparison compareRuns(const RunData& a, const RunData& b, const CompareOptions&
     const auto& slow = bFaster ? c.a : c.b;
     v.push_back(fmt::format("{} trains {:.2f}x faster ({:.1f} against {:.1f} samples/s).", fast.label,
                             fast.samplesPerSecond / slow.samplesPerSecond, fast.samplesPerSecond, slow.samplesPerSecond));
-    if (c.a.ranks != c.b.ranks || c.a.instances != c.b.instances || std::abs(c.a.samplesPerRankPerSecond - c.b.samplesPerRankPerSecond) > 0.05 * c.a.samplesPerRankPerSecond)
+    if (c.a.ranks != c.b.ranks || c.a.instances != c.b.instances ||
+        std::abs(c.a.samplesPerRankPerSecond - c.b.samplesPerRankPerSecond) > 0.05 * c.a.samplesPerRankPerSecond) {
+      const bool bAhead = c.b.samplesPerRankPerSecond > c.a.samplesPerRankPerSecond;
+      const auto& ahead = bAhead ? c.b : c.a;
+      const auto& behind = bAhead ? c.a : c.b;
       v.push_back(fmt::format("Per rank, {} does {:.1f} samples/s and {} {:.1f}: {} keeps {:.0f} % of {}'s per-rank throughput.",
-                              c.a.label, c.a.samplesPerRankPerSecond, c.b.label, c.b.samplesPerRankPerSecond,
-                              slow.label, 100 * slow.samplesPerRankPerSecond / fast.samplesPerRankPerSecond, fast.label));
+                              c.a.label, c.a.samplesPerRankPerSecond, c.b.label, c.b.samplesPerRankPerSecond, behind.label,
+                              100 * behind.samplesPerRankPerSecond / ahead.samplesPerRankPerSecond, ahead.label));
+    }
     if (std::abs(c.a.exposedCommShare - c.b.exposedCommShare) >= 0.05)
       v.push_back(fmt::format("Exposed communication: {} {}, {} {} of the step.", c.a.label, pct(c.a.exposedCommShare),
                               c.b.label, pct(c.b.exposedCommShare)));

@@ -265,7 +265,8 @@ int runWorker(const std::vector<std::string>& program) {
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw Error("pipe2 failed");
   SpawnOptions spawn;
   spawn.argv = program;
-  spawn.setEnv = rankEnvironment(*id, nodeRank, nodes, environment, countGpus(), gpuBinding);
+  const int gpus = countGpus();
+  spawn.setEnv = rankEnvironment(*id, nodeRank, nodes, environment, gpus, gpuBinding);
   spawn.unsetEnv = {std::string(env::kControl), std::string(env::kControlToken)};
   spawn.newProcessGroup = true;
   spawn.killWithParent = true;
@@ -297,7 +298,7 @@ int runWorker(const std::vector<std::string>& program) {
     auto visible = spawn.setEnv.find(std::string(env::kCudaVisibleDevices));
     const std::string devices = visible != spawn.setEnv.end() ? visible->second
                                                               : environment.get(env::kCudaVisibleDevices).value_or("");
-    if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && countGpus() > 0)
+    if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && gpus > 0)
       gpu = static_cast<unsigned>(std::atoi(devices.c_str()));  // the first visible device
     try {
       io::makeDirectories(runDir + "/util", "utilisation directory");

@@ -46,6 +46,7 @@ double collectivesMs(const comm::StepRecord& r) {
 
 TimingAnalysis analyseTimings(const RunData& run) {
   TimingAnalysis a;
+  a.utilisation = analyseUtilisation(run);
   if (run.timings.empty()) return a;
   // Steps every rank recorded, by step index.
   std::map<int64_t, std::map<int, const comm::StepRecord*>> bySteps;

@@ -123,7 +123,7 @@ std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& t) {
 
   // GPUs idle while their rank waits, and "fake busy" GPUs (../shared/gpu-guide.md): NVML's
   // GPU-Util counts any running kernel, and NCCL's kernels run while they wait for the network.
-  for (const auto& u : analyseUtilisation(run)) {
+  for (const auto& u : t.utilisation) {
     if (!u.gpuUtilPctMean) continue;
     auto rank = std::find_if(t.ranks.begin(), t.ranks.end(), [&](const RankTiming& r) { return r.rank == u.rank; });
     if (rank == t.ranks.end() || rank->stepMsMedian <= 0) continue;

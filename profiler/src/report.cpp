@@ -51,7 +51,7 @@ json reportJson(const Report& r) {
     exits.push_back({{"rank", e.rank}, {"exit_code", e.exitCode ? json(*e.exitCode) : json(nullptr)},
                      {"signal", e.signal ? json(*e.signal) : json(nullptr)}, {"failed", e.failed()}});
   json utilisation = json::array();
-  for (const auto& u : analyseUtilisation(r.run))
+  for (const auto& u : r.timing.utilisation)
     utilisation.push_back({{"rank", u.rank}, {"samples", u.samples}, {"cpu_pct_mean", u.cpuPctMean},
                            {"cpu_pct_max", u.cpuPctMax}, {"rss_mib_max", u.rssMibMax},
                            {"gpu_util_pct_mean", u.gpuUtilPctMean ? json(*u.gpuUtilPctMean) : json(nullptr)},
@@ -217,7 +217,7 @@ std::string renderReportHtml(const Report& r) {
       page.raw(html::lineChart("CPU use per rank's processes (100 % = one core)", xs, cpu, "seconds", "%"));
     }
     std::vector<std::vector<std::string>> rows;
-    for (const auto& u : analyseUtilisation(r.run))
+    for (const auto& u : r.timing.utilisation)
       rows.push_back({std::to_string(u.rank), std::to_string(u.samples), fmt::format("{:.1f}", u.cpuPctMean),
                       fmt::format("{:.1f}", u.rssMibMax),
                       u.gpuUtilPctMean ? fmt::format("{:.1f}", *u.gpuUtilPctMean) : "-",

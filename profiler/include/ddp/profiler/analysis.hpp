@@ -29,6 +29,15 @@ struct Straggler {
   double othersWaitMs = 0;      // the others' median comm wait minus its own
 };
 
+// Per rank, the utilisation samples of a profiled run summarised.
+struct RankUtilisation {
+  int rank = -1;
+  size_t samples = 0;
+  double cpuPctMean = 0, cpuPctMax = 0, rssMibMax = 0;
+  std::optional<double> gpuUtilPctMean, gpuMemUsedMibMax;  // where NVML answered
+};
+std::vector<RankUtilisation> analyseUtilisation(const RunData& run);
+
 struct TimingAnalysis {
   std::vector<RankTiming> ranks;
   size_t stepsAnalysed = 0;      // steps present on every rank (the first one skipped as warm-up
@@ -51,18 +60,10 @@ struct TimingAnalysis {
   std::vector<int> missingRanks;           // expected but without timings
   std::vector<int> shortRanks;             // fewer steps than the longest rank
   size_t maxSteps = 0;
+  std::vector<RankUtilisation> utilisation;  // analyseUtilisation(run), for the rules and renderers
 };
 
 TimingAnalysis analyseTimings(const RunData& run);
-
-// Per rank, the utilisation samples of a profiled run summarised.
-struct RankUtilisation {
-  int rank = -1;
-  size_t samples = 0;
-  double cpuPctMean = 0, cpuPctMax = 0, rssMibMax = 0;
-  std::optional<double> gpuUtilPctMean, gpuMemUsedMibMax;  // where NVML answered
-};
-std::vector<RankUtilisation> analyseUtilisation(const RunData& run);
 
 enum class Severity { kInfo, kWarning, kCritical };
 std::string_view severityName(Severity s);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+using namespace ddp;
 using namespace ddp::comm;
 
 static double microsPerStep(const std::string& path, int steps) {

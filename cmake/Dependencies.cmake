@@ -50,3 +50,6 @@ if(DDP_HAVE_NCCL)
 endif()
 list(JOIN _backends ", " _backends)
 message(STATUS "ddprun backends: ${_backends}")
+
+# ddp/config.hpp: the version and the backends this build has (DDP_HAVE_NCCL, ...).
+configure_file(${PROJECT_SOURCE_DIR}/cmake/config.hpp.in ${PROJECT_BINARY_DIR}/generated/ddp/config.hpp)

@@ -2,21 +2,34 @@
 # find_package(ddprun) and link ddp::comm.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
-install(TARGETS ddp_comm EXPORT ddprunTargets
+# ddp::common, ddp::comm with its backends and their registry (ddp::backends: builtinBackends()
+# picks mpi, gloo or nccl by name), and ddp::profiler.
+set(_ddp_libraries ddp_common ddp_comm ddp_backends ddp_profiler)
+if(DDP_HAVE_GLOO)
+  list(APPEND _ddp_libraries ddp_comm_gloo)
+endif()
+if(DDP_HAVE_NCCL)
+  list(APPEND _ddp_libraries ddp_comm_nccl)
+  install(FILES ${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddprun)
+endif()
+install(TARGETS ${_ddp_libraries} EXPORT ddprunTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS ddpbench ddprof ddprun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS ddp_profiler EXPORT ddprunTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/profiler/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+foreach(_part common comm profiler)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_part}/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/profiler/data/instances.json DESTINATION ${CMAKE_INSTALL_DATADIR}/ddprun)
 set(DDP_CONFIG_DEPENDENCIES "")
 if(DDP_HAVE_TORCH)
   # ddp::torch (DistributedDataParallel) for LibTorch projects, and the train example.
   install(TARGETS ddp_torch EXPORT ddprunTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(TARGETS train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  set(DDP_CONFIG_DEPENDENCIES "find_dependency(Torch)")
+  string(APPEND DDP_CONFIG_DEPENDENCIES "find_dependency(Torch)\n")
 endif()
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/comm/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(DDP_HAVE_NCCL)
+  string(APPEND DDP_CONFIG_DEPENDENCIES "list(APPEND CMAKE_MODULE_PATH \"\${CMAKE_CURRENT_LIST_DIR}\")\nfind_dependency(NCCL)\n")
+endif()
 install(FILES ${PROJECT_BINARY_DIR}/generated/ddp/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddp)
 install(EXPORT ddprunTargets NAMESPACE ddp:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ddprun)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ddprunConfig.cmake.in
@@ -36,5 +49,5 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The headers and the CMake package need the development packages to be used.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenmpi-dev, libfmt-dev, nlohmann-json3-dev")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenmpi-dev, libfmt-dev, libspdlog-dev, nlohmann-json3-dev")
 include(CPack)

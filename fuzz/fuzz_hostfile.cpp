@@ -1,6 +1,6 @@
 // Hostfiles and -H lists on arbitrary text: either parsed, with every host named and every slot
 // count positive, or a ConfigError. Anything else is a bug. (Slurm's lists: fuzz_slurm.)
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/launcher/hosts.hpp"
 
 #include <cstddef>

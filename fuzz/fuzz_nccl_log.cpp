@@ -1,7 +1,7 @@
 // The NCCL log parser on arbitrary bytes: every line through the facts builder, then (for inputs
 // whose first byte is a multiple of 4, a quarter of them: rendering costs 4x the parsing) the
 // facts as JSON and as the summary. Any crash, sanitizer report or escaping exception is a bug.
-#include "ddp/comm/json_text.hpp"
+#include "ddp/common/json_text.hpp"
 #include "ddp/profiler/nccl_facts.hpp"
 
 #include <cstddef>

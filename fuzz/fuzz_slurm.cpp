@@ -2,7 +2,7 @@
 // empty name, no count below 1, never more than the node cap) or a ConfigError. The cap is 1000
 // here, not 100000: the fuzzer explores the grammar, and lists of 100000 names would only make
 // each run slower (the cap itself is a unit test, tests/launcher/test_hosts.cpp).
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/launcher/hosts.hpp"
 
 #include <cstddef>

@@ -1,10 +1,10 @@
 #include "ddp/comm/gloo_backend.hpp"
 
 #include "ddp/comm/detail/work_queue.hpp"
-#include "ddp/comm/environment.hpp"
-#include "ddp/comm/error.hpp"
+#include "ddp/common/environment.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/mpi_session.hpp"
-#include "ddp/comm/net.hpp"
+#include "ddp/common/net.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -116,28 +116,28 @@ class GlooWork final : public Work {
 struct Rendezvous {
   std::string host;
   int port = 0;  // 0: rank 0 picks a free one and sends it over MPI
-  NetInterface interface;
+  net::NetInterface interface;
   bool viaMpi = false;
 };
 
 Rendezvous planRendezvous(const WorldInfo& world, const BackendOptions& options) {
-  const auto interfaces = listInterfaces();
+  const auto interfaces = net::listInterfaces();
   const std::string& ifname = options.interface;
 
   Rendezvous plan;
   if (world.hasMpi() && !world.masterAddr) {
     plan.viaMpi = true;
-    std::vector<HostRecord> records;
-    for (const auto& text : mpiAllgatherStrings(encodeHostRecord(localHostRecord()))) {
-      records.push_back(decodeHostRecord(text));
+    std::vector<net::HostRecord> records;
+    for (const auto& text : mpiAllgatherStrings(net::encodeHostRecord(net::localHostRecord()))) {
+      records.push_back(net::decodeHostRecord(text));
     }
     // Every rank takes part in both exchanges whatever its own settings, so none waits alone.
-    const bool oneHost = chooseRendezvousAddress(records) == "127.0.0.1";
-    if (!ifname.empty()) plan.interface = findInterface(interfaces, ifname);
+    const bool oneHost = net::chooseRendezvousAddress(records) == "127.0.0.1";
+    if (!ifname.empty()) plan.interface = net::findInterface(interfaces, ifname);
     plan.host = mpiBroadcastString(
-        world.rank != 0 ? "" : ifname.empty() ? chooseRendezvousAddress(records) : plan.interface.address,
+        world.rank != 0 ? "" : ifname.empty() ? net::chooseRendezvousAddress(records) : plan.interface.address,
         0);
-    if (ifname.empty()) plan.interface = interfaceReaching(interfaces, plan.host);
+    if (ifname.empty()) plan.interface = net::interfaceReaching(interfaces, plan.host);
     if (plan.interface.loopback && !oneHost) {
       throw ConfigError(fmt::format(
           "gloo: interface '{}' is loopback but the ranks run on several hosts: set {} or "
@@ -153,8 +153,8 @@ Rendezvous planRendezvous(const WorldInfo& world, const BackendOptions& options)
   }
   plan.host = *world.masterAddr;
   plan.port = *world.masterPort;
-  plan.interface = ifname.empty() ? interfaceReaching(interfaces, plan.host)
-                                  : findInterface(interfaces, ifname);
+  plan.interface = ifname.empty() ? net::interfaceReaching(interfaces, plan.host)
+                                  : net::findInterface(interfaces, ifname);
   return plan;
 }
 

@@ -2,7 +2,7 @@
 
 #include "ddp/comm/detail/shm_allreduce.hpp"
 #include "ddp/comm/detail/work_queue.hpp"
-#include "ddp/comm/error.hpp"
+#include "ddp/comm/mpi_error.hpp"
 #include "ddp/comm/mpi_session.hpp"
 
 #include <mpi.h>

@@ -1,6 +1,6 @@
 #include "ddp/comm/mpi_session.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/comm/mpi_error.hpp"
 
 #include <fmt/format.h>
 #include <mpi.h>

@@ -1,6 +1,6 @@
 #include "ddp/comm/nccl_backend.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/mpi_session.hpp"
 
 #include <cuda_runtime_api.h>

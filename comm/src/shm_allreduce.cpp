@@ -1,6 +1,6 @@
 #include "ddp/comm/detail/shm_allreduce.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/comm/mpi_error.hpp"
 
 #include <algorithm>
 #include <cstring>

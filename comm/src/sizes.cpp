@@ -1,6 +1,6 @@
 #include "ddp/comm/sizes.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <fmt/format.h>
 

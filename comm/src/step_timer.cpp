@@ -1,6 +1,8 @@
 #include "ddp/comm/step_timer.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/clock.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/run_layout.hpp"
 
 #include <fmt/format.h>
 
@@ -25,7 +27,7 @@ StepTimerOptions StepTimerOptions::fromEnvironment(const Environment& environmen
   options.rank = rank;
   options.worldSize = worldSize;
   if (auto dir = environment.get(env::kRunDir); dir && !dir->empty())
-    options.path = timingsPath(*dir, rank);
+    options.path = RunLayout(*dir).timings(rank);
   return options;
 }
 
@@ -45,18 +47,17 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
     throw ConfigError(fmt::format("cannot write the timings file {}: {}", options_.path,
                                   std::strerror(errno)));
   buffer_.reserve(options_.bufferBytes + 4096);
-  progressFd_ = ::open(progressPath(options_.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
+  progressFd_ = ::open(progressPathFor(options_.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
 }
 
-// "STEP PHASE", padded to a fixed width so each rewrite replaces the last whole.
-void StepTimer::markProgress(std::string_view what) {
+// formatStepProgress, padded to a fixed width so each rewrite replaces the last whole.
+void StepTimer::markProgress(std::optional<Phase> phase) {
   if (progressFd_ < 0) return;
-  char line[48];
-  int n = std::snprintf(line, sizeof line, "%lld %.*s", static_cast<long long>(current_.step), static_cast<int>(what.size()), what.data());
-  if (n < 0) return;
-  std::memset(line + std::min<size_t>(static_cast<size_t>(n), sizeof line - 1), ' ', sizeof line - 1 - std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
-  line[sizeof line - 1] = '\n';
-  [[maybe_unused]] auto w = ::pwrite(progressFd_, line, sizeof line, 0);
+  constexpr size_t kWidth = 48;
+  std::string line = formatStepProgress({current_.step, phase});
+  line.resize(kWidth - 1, ' ');
+  line += '\n';
+  [[maybe_unused]] auto w = ::pwrite(progressFd_, line.data(), line.size(), 0);
 }
 
 StepTimer::~StepTimer() {
@@ -89,12 +90,12 @@ void StepTimer::beginPhase(Phase phase) {
   if (openPhase_) endPhase();
   openPhase_ = phase;
   phaseStart_ = Clock::now();
-  markProgress(phaseName(phase));
+  markProgress(phase);
 }
 
 void StepTimer::endPhase() {
   if (!openPhase_) return;
-  current_.phaseMs(*openPhase_) += toMs(Clock::now() - phaseStart_);
+  current_.phasesMs[*openPhase_] += toMs(Clock::now() - phaseStart_);
   openPhase_.reset();
 }
 
@@ -117,7 +118,7 @@ const StepRecord& StepTimer::endStep() {
   endPhase();
   current_.stepMs = toMs(Clock::now() - stepStart_);
   inStep_ = false;
-  markProgress("done");
+  markProgress(std::nullopt);
   if (file_) {
     {
       std::lock_guard<std::mutex> lock(collectivesMutex_);

@@ -1,6 +1,6 @@
 #include "ddp/comm/detail/work_queue.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "checkpoint.hpp"
 
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/files.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -3,7 +3,7 @@
 
 #include "train.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/mpi_session.hpp"
 #include "ddp/comm/world.hpp"
 
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-every", o.checkpointEvery, "Also checkpoint every K steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_flag("--resume", o.resume, "Continue from the checkpoint in --checkpoint when there is one");
   app.add_flag("--verify", o.verify, "After training, check that all ranks hold bitwise identical parameters");
-  app.add_option("--dump-params", o.dumpParams, "Rank 0 writes all parameters as raw little-endian float32");
+  app.add_option("--dump-params", o.dumpParams, "Rank 0 writes all parameters as raw little-endian float32; with %r in PATH every rank writes its own (params.%r)");
   app.add_flag("--amp", o.amp, "Mixed precision: fp16 autocast + loss scaling on CUDA, bf16 autocast on CPU");
   app.add_option("--device", o.device, "auto | cpu | cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}))->capture_default_str();
   app.add_option("--timings", o.timings, "Timings file (default: $DDPRUN_RUN_DIR/timings/rank-NNNNN.jsonl)");

@@ -7,8 +7,8 @@
 #include "train.hpp"
 
 #include "ddp/comm/distributed_data_parallel.hpp"
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/files.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/step_timer.hpp"
 #include "ddp/comm/world.hpp"
@@ -29,8 +29,6 @@
 
 namespace ddp::train {
 namespace {
-
-using comm::Phase;
 
 // Mixed precision (docs/train.md): fp16 autocast with a dynamic loss scale on CUDA, bf16
 // autocast on CPU. Gradients stay float32, so DDP is unchanged.
@@ -157,6 +155,13 @@ std::string defaultBackend(const comm::WorldInfo& world, bool cuda) {
   return world.source == comm::WorldSource::kTorchrun ? "gloo" : "mpi";
 }
 
+// --dump-params PATH: rank 0 writes PATH; with %r in PATH every rank writes its own file.
+std::string paramDumpPath(const std::string& pattern, int rank) {
+  const auto at = pattern.find("%r");
+  if (at == std::string::npos) return rank == 0 ? pattern : "";
+  return pattern.substr(0, at) + std::to_string(rank) + pattern.substr(at + 2);
+}
+
 }  // namespace
 
 Fault parseFault(const std::string& spec) {
@@ -219,7 +224,8 @@ int runTraining(const TrainOptions& o) {
   ShardSampler sampler(dataset->size(), o.batchSize, o.accumulate, world.size, o.seed);
   const int64_t totalSteps = o.steps > 0 ? o.steps : o.epochs * sampler.stepsPerEpoch();
   if (!o.checkpointDir.empty() && first) checkCheckpointDir(o.checkpointDir);
-  if (!o.dumpParams.empty() && first) checkWritableParent(o.dumpParams, "--dump-params");
+  const std::string dumpPath = paramDumpPath(o.dumpParams, world.rank);
+  if (!dumpPath.empty()) checkWritableParent(dumpPath, "--dump-params");
   // Ranks start from different weights on purpose: DDP makes rank 0's everyone's.
   torch::manual_seed(o.seed * 1000003 + static_cast<uint64_t>(world.rank));
   auto model = makeModel(o.model, dataset->shape(), o.hidden);
@@ -338,10 +344,10 @@ int runTraining(const TrainOptions& o) {
     }
     if (!ranks.empty()) exitCode = 1;
   }
-  if (first && !o.dumpParams.empty()) {
+  if (!dumpPath.empty()) {
     static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "--dump-params writes the host's float32");
     auto flat = flatParameters(*model);
-    ddp::writeFileAtomically(o.dumpParams, std::string_view(static_cast<const char*>(flat.data_ptr()),
+    ddp::writeFileAtomically(dumpPath, std::string_view(static_cast<const char*>(flat.data_ptr()),
                                                             static_cast<size_t>(flat.numel()) * sizeof(float)));
   }
   std::cout << std::flush;

@@ -1,19 +1,17 @@
 #include "ddp/launcher/doctor.hpp"
 
-#include "ddp/comm/environment.hpp"
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/json_text.hpp"
-#include "ddp/comm/net.hpp"
+#include "ddp/common/environment.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/json_text.hpp"
+#include "ddp/common/net.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/profiler/instances.hpp"
 #include "probe.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <iostream>
 #include <sstream>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
@@ -52,24 +50,24 @@ std::vector<Check> gpuChecks(int& gpuCount) {
   if (gpus && gpuCount > 0) {
     std::string list;
     for (const auto& g : gpus->gpus) list += (list.empty() ? "" : "; ") + g;
-    out.push_back({"GPUs and driver", "pass", fmt::format("{} GPU(s), driver {} ({}): {}", gpuCount, gpus->driver, gpus->source, list), ""});
+    out.push_back({"GPUs and driver", CheckStatus::kPass, fmt::format("{} GPU(s), driver {} ({}): {}", gpuCount, gpus->driver, gpus->source, list), ""});
   } else {
-    out.push_back({"GPUs and driver", "warn",
+    out.push_back({"GPUs and driver", CheckStatus::kWarn,
                    "no NVIDIA GPU or driver on this machine (no NVML, no nvidia-smi): the nccl backend cannot run here; "
                    "training on the CPU with the gloo and mpi backends works",
                    "on a GPU instance, install the NVIDIA driver: nvidia-smi must list the GPUs"});
   }
   auto cuda = probe::cuda();
   if (!cuda) {
-    out.push_back({"CUDA runtime", "info", "libcudart not found: only CPU backends", gpuCount ? "install the CUDA runtime matching the driver" : ""});
+    out.push_back({"CUDA runtime", CheckStatus::kInfo, "libcudart not found: only CPU backends", gpuCount ? "install the CUDA runtime matching the driver" : ""});
   } else if (cuda->devices > 0) {
     bool newer = cuda->runtime && cuda->driver && std::stod(*cuda->runtime) > std::stod(*cuda->driver) + 1e-9;
-    out.push_back({"CUDA runtime vs driver", newer ? "fail" : "pass",
+    out.push_back({"CUDA runtime vs driver", newer ? CheckStatus::kFail : CheckStatus::kPass,
                    fmt::format("runtime {}, driver supports {}; {} device(s) usable", cuda->runtime.value_or("?"),
                                cuda->driver.value_or("?"), cuda->devices),
                    newer ? "update the NVIDIA driver, or use a build for the driver's CUDA version" : ""});
   } else {
-    out.push_back({"CUDA runtime vs driver", gpuCount ? "fail" : "warn",
+    out.push_back({"CUDA runtime vs driver", gpuCount ? CheckStatus::kFail : CheckStatus::kWarn,
                    fmt::format("runtime {}, no usable device: {}", cuda->runtime.value_or("?"),
                                cuda->error.empty() ? "cudaGetDeviceCount is 0" : cuda->error),
                    gpuCount ? "the driver is older than the runtime or not loaded: update it (nvidia-smi shows its CUDA version)"
@@ -84,28 +82,28 @@ std::vector<Check> softwareChecks(const Environment& environment, int gpuCount, 
     int major = 0, minor = 0;
     std::sscanf(nccl->c_str(), "%d.%d", &major, &minor);
     bool old = major == 2 && minor < 19;
-    out.push_back({"NCCL", old ? "warn" : "pass", "NCCL " + *nccl + (old ? ": older than 2.19, which eRDMA needs" : ""),
+    out.push_back({"NCCL", old ? CheckStatus::kWarn : CheckStatus::kPass, "NCCL " + *nccl + (old ? ": older than 2.19, which eRDMA needs" : ""),
                    old ? "use NCCL >= 2.19 on ERI/eRDMA instances" : ""});
   } else {
-    out.push_back({"NCCL", gpuCount ? "fail" : "info", "libnccl.so.2 not found", gpuCount ? "install NCCL (libnccl2) for multi-GPU training" : ""});
+    out.push_back({"NCCL", gpuCount ? CheckStatus::kFail : CheckStatus::kInfo, "libnccl.so.2 not found", gpuCount ? "install NCCL (libnccl2) for multi-GPU training" : ""});
   }
   if (auto torch = probe::libtorch()) {
     bool cpuOnlyOnGpus = gpuCount > 0 && !torch->cuda;
-    out.push_back({"LibTorch", cpuOnlyOnGpus ? "warn" : "pass",
+    out.push_back({"LibTorch", cpuOnlyOnGpus ? CheckStatus::kWarn : CheckStatus::kPass,
                    fmt::format("LibTorch {} ({}) in {}", torch->version, torch->cuda ? "with CUDA" : "CPU only", torch->dir),
                    cpuOnlyOnGpus ? "this LibTorch has no CUDA: use a CUDA build to train on the GPUs" : ""});
   } else {
-    out.push_back({"LibTorch", "warn", "TorchConfig.cmake not found: train and the gloo backend need LibTorch",
+    out.push_back({"LibTorch", CheckStatus::kWarn, "TorchConfig.cmake not found: train and the gloo backend need LibTorch",
                    "apt-get install libtorch-dev (CPU) or unpack a CUDA LibTorch and set Torch_DIR"});
   }
   try {
     mpirun = resolveExecutable("mpirun", environment);
     auto version = probe::openMpiVersion(mpirun);
-    out.push_back({"Open MPI", version ? "pass" : "warn",
+    out.push_back({"Open MPI", version ? CheckStatus::kPass : CheckStatus::kWarn,
                    version ? fmt::format("Open MPI {} ({})", *version, mpirun) : fmt::format("{} is not Open MPI's", mpirun),
                    version ? "" : "ddprun starts ranks with Open MPI's mpirun: apt-get install openmpi-bin"});
   } catch (const ConfigError&) {
-    out.push_back({"Open MPI", "fail", "mpirun not found on PATH", "apt-get install openmpi-bin libopenmpi-dev"});
+    out.push_back({"Open MPI", CheckStatus::kFail, "mpirun not found on PATH", "apt-get install openmpi-bin libopenmpi-dev"});
   }
   return out;
 }
@@ -113,9 +111,9 @@ std::vector<Check> softwareChecks(const Environment& environment, int gpuCount, 
 std::vector<Check> systemChecks() {
   std::vector<Check> out;
   std::string ifs;
-  for (const auto& i : comm::listInterfaces())
+  for (const auto& i : net::listInterfaces())
     if (!i.loopback) ifs += (ifs.empty() ? "" : ", ") + i.name + " " + i.address;
-  out.push_back({"network interfaces", ifs.empty() ? "warn" : "pass", ifs.empty() ? "only loopback: one host only" : ifs,
+  out.push_back({"network interfaces", ifs.empty() ? CheckStatus::kWarn : CheckStatus::kPass, ifs.empty() ? "only loopback: one host only" : ifs,
                  ifs.empty() ? "multi-host jobs need an interface the hosts share (NCCL_SOCKET_IFNAME / DDP_GLOO_IFNAME choose it)" : ""});
 
   std::string rdma;
@@ -127,23 +125,23 @@ std::vector<Check> systemChecks() {
     rdma += (rdma.empty() ? "" : ", ") + name;
   }
   if (rdma.empty())
-    out.push_back({"RDMA devices", "info", "no InfiniBand / RoCE / eRDMA device (/sys/class/infiniband): NCCL uses TCP sockets between hosts",
+    out.push_back({"RDMA devices", CheckStatus::kInfo, "no InfiniBand / RoCE / eRDMA device (/sys/class/infiniband): NCCL uses TCP sockets between hosts",
                    "for multi-node training choose an instance with ERI/eRDMA or InfiniBand and install rdma-core; one-host jobs are not affected"});
   else
-    out.push_back({"RDMA devices", "pass", rdma + (erdma ? " (eRDMA: NCCL >= 2.19, NCCL_IB_HCA=erdma)" : ""), ""});
+    out.push_back({"RDMA devices", CheckStatus::kPass, rdma + (erdma ? " (eRDMA: NCCL >= 2.19, NCCL_IB_HCA=erdma)" : ""), ""});
 
   struct statvfs shm {};
   if (::statvfs("/dev/shm", &shm) != 0) {
-    out.push_back({"/dev/shm", "fail", "no /dev/shm", "mount a tmpfs on /dev/shm (docker: --shm-size=16g)"});
+    out.push_back({"/dev/shm", CheckStatus::kFail, "no /dev/shm", "mount a tmpfs on /dev/shm (docker: --shm-size=16g)"});
   } else {
     const double gib = static_cast<double>(shm.f_blocks) * shm.f_frsize / (1ull << 30);
-    out.push_back({"/dev/shm", gib < 1 ? "warn" : "pass", fmt::format("{:.1f} GiB", gib),
+    out.push_back({"/dev/shm", gib < 1 ? CheckStatus::kWarn : CheckStatus::kPass, fmt::format("{:.1f} GiB", gib),
                    gib < 1 ? "NCCL's SHM transport and data loaders need more: docker --shm-size=16g (or --ipc=host)" : ""});
   }
   struct rlimit lim {};
   ::getrlimit(RLIMIT_MEMLOCK, &lim);
   const bool unlimited = lim.rlim_cur == RLIM_INFINITY;
-  out.push_back({"ulimit -l", unlimited ? "pass" : "warn",
+  out.push_back({"ulimit -l", unlimited ? CheckStatus::kPass : CheckStatus::kWarn,
                  unlimited ? "unlimited" : fmt::format("{} KiB of locked memory", lim.rlim_cur / 1024),
                  unlimited ? "" : "RDMA (InfiniBand, eRDMA) registers memory: ulimit -l unlimited (docker --ulimit memlock=-1)"});
   return out;
@@ -154,18 +152,18 @@ std::vector<Check> allreduceChecks(const Environment& environment, const std::st
   if (mpirun.empty()) return out;
   auto bench = findDdpbench(environment);
   if (!bench) {
-    out.push_back({"allreduce", "warn", "ddpbench not found beside ddprun or on PATH: no test allreduce", ""});
+    out.push_back({"allreduce", CheckStatus::kWarn, "ddpbench not found beside ddprun or on PATH: no test allreduce", ""});
     return out;
   }
   auto list = runCapture({*bench, "--list-backends"}, 30);
   std::map<std::string, std::string> rootEnv;
-  if (::geteuid() == 0) rootEnv = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  if (::geteuid() == 0) rootEnv = {{std::string(env::kOmpiAllowRoot), "1"}, {std::string(env::kOmpiAllowRootConfirm), "1"}};
   std::istringstream names(list.output);
   for (std::string backend; std::getline(names, backend);) {
     if (backend.empty()) continue;
     const std::string name = "allreduce " + backend + ", 2 ranks";
     if (backend == "nccl" && gpuCount < 2) {
-      out.push_back({name, "info", gpuCount ? "needs 2 GPUs (NCCL refuses two ranks on one GPU)" : "skipped: no GPU", ""});
+      out.push_back({name, CheckStatus::kInfo, gpuCount ? "needs 2 GPUs (NCCL refuses two ranks on one GPU)" : "skipped: no GPU", ""});
       continue;
     }
     auto c = runCapture({mpirun, "-np", "2", "--oversubscribe", "--bind-to", "none", *bench, "--backend", backend, "--op",
@@ -174,7 +172,7 @@ std::vector<Check> allreduceChecks(const Environment& environment, const std::st
     const bool ok = !c.timedOut && !c.status.failed() && c.output.find("Out of bounds values : 0 OK") != std::string::npos;
     std::string why = c.timedOut ? "timed out after 60 s" : firstLine(c.output, "ddpbench:");
     if (why.empty()) why = firstLine(c.output);
-    out.push_back({name, ok ? "pass" : "fail", ok ? "1 KiB allreduce correct on both ranks" : why,
+    out.push_back({name, ok ? CheckStatus::kPass : CheckStatus::kFail, ok ? "1 KiB allreduce correct on both ranks" : why,
                    ok ? "" : fmt::format("run it by hand: mpirun -np 2 {} --backend {} -b 1K -e 1K -c 1", *bench, backend)});
   }
   return out;
@@ -182,70 +180,63 @@ std::vector<Check> allreduceChecks(const Environment& environment, const std::st
 
 }  // namespace
 
+std::string_view checkStatusName(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kPass: return "pass";
+    case CheckStatus::kWarn: return "warn";
+    case CheckStatus::kFail: return "fail";
+    case CheckStatus::kInfo: return "info";
+  }
+  return "?";
+}
+
 std::string renderChecks(const std::vector<Check>& checks) {
   std::string out;
   for (const auto& c : checks) {
-    out += fmt::format("{:<5} {:<26} {}\n", c.status, c.name, c.detail);
+    out += fmt::format("{:<5} {:<26} {}\n", checkStatusName(c.status), c.name, c.detail);
     if (!c.fix.empty()) out += fmt::format("{:<33}fix: {}\n", "", c.fix);
   }
   return out;
 }
 
-int runDoctor(const std::vector<std::string>& args) {
-  CLI::App app{"ddprun doctor: what this machine can run, as pass / warn / fail with the fix for each.\n"
-               "Example: ddprun doctor --json",
-               "ddprun doctor"};
-  bool json = false, noAllreduce = false;
-  std::string instance;
-  app.add_flag("--json", json, "Print the checks as JSON");
-  app.add_option("--instance", instance, "The instance type this machine should be; its GPUs are checked against it. "
-                 "Example: --instance ecs.gn7i-c16g1.16xlarge");
-  app.add_flag("--no-allreduce", noAllreduce, "Skip the test allreduce per backend");
-  try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "ddprun doctor: " << e.what() << " (see ddprun doctor --help)\n";
-    return 2;
-  }
+nlohmann::json checksJson(const std::vector<Check>& checks) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& c : checks)
+    j.push_back({{"name", c.name}, {"status", checkStatusName(c.status)}, {"detail", c.detail}, {"fix", c.fix}});
+  return j;
+}
+
+Check instanceCheck(const profiler::Instance& expected, int gpuCount) {
+  const auto& f = expected.family;
+  const bool mismatch = expected.gpus && *expected.gpus != gpuCount;
+  return {"instance type", mismatch ? CheckStatus::kWarn : CheckStatus::kInfo,
+          describe(expected) + (expected.gpus ? fmt::format("; this machine has {} GPU(s)", gpuCount) : "") +
+              fmt::format("; for {}", f.use),
+          mismatch ? fmt::format("{} should have {} {} GPU(s): check the instance type, or the driver if GPUs are missing",
+                                 expected.name, *expected.gpus, f.gpu)
+                   : ""};
+}
+
+int runDoctor(const DoctorOptions& options, std::ostream& out) {
   std::optional<profiler::Instance> expected;
-  try {
-    if (!instance.empty()) expected = profiler::decodeInstance(instance);
-  } catch (const ConfigError& e) {
-    std::cerr << "ddprun doctor: " << e.what() << "\n";
-    return 2;
-  }
+  if (!options.instance.empty()) expected = profiler::decodeInstance(options.instance);
   const auto environment = Environment::fromProcess();
   int gpuCount = 0;
   std::string mpirun;
   std::vector<Check> checks = gpuChecks(gpuCount);
-  if (expected) {
-    const auto& f = expected->family;
-    const bool mismatch = expected->gpus && *expected->gpus != gpuCount;
-    checks.push_back({"instance type", mismatch ? "warn" : "info",
-                      describe(*expected) + (expected->gpus ? fmt::format("; this machine has {} GPU(s)", gpuCount) : "") +
-                          fmt::format("; for {}", f.use),
-                      mismatch ? fmt::format("{} should have {} {} GPU(s): check the instance type, or the driver "
-                                             "if GPUs are missing",
-                                             expected->name, *expected->gpus, f.gpu)
-                               : ""});
-  }
+  if (expected) checks.push_back(instanceCheck(*expected, gpuCount));
   for (auto& c : softwareChecks(environment, gpuCount, mpirun)) checks.push_back(std::move(c));
   for (auto& c : systemChecks()) checks.push_back(std::move(c));
-  if (!noAllreduce)
+  if (options.allreduce)
     for (auto& c : allreduceChecks(environment, mpirun, gpuCount)) checks.push_back(std::move(c));
-  const bool failed = std::any_of(checks.begin(), checks.end(), [](const Check& c) { return c.status == "fail"; });
-  if (json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& c : checks) j.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
-    std::cout << jsonText(j, 2) << "\n";
+  const bool failed = std::any_of(checks.begin(), checks.end(), [](const Check& c) { return c.status == CheckStatus::kFail; });
+  if (options.json) {
+    out << jsonText(checksJson(checks), 2) << "\n";
   } else {
-    std::cout << renderChecks(checks);
-    std::cout << (gpuCount ? fmt::format("\n{} GPU(s): multi-GPU training with the nccl backend.\n", gpuCount)
-                           : "\nNo GPU: ddprun, train, ddpbench and ddprof work here on the CPU (gloo and mpi backends); "
-                             "the nccl backend needs a GPU machine.\n");
+    out << renderChecks(checks);
+    out << (gpuCount ? fmt::format("\n{} GPU(s): multi-GPU training with the nccl backend.\n", gpuCount)
+                     : "\nNo GPU: ddprun, train, ddpbench and ddprof work here on the CPU (gloo and mpi backends); "
+                       "the nccl backend needs a GPU machine.\n");
   }
   return failed ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 #include "ddp/launcher/hosts.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <fmt/format.h>
 
@@ -186,8 +186,8 @@ std::vector<int> expandSlurmTasksPerNode(std::string_view list, size_t maxNodes)
 }
 
 std::optional<std::vector<HostSlots>> slurmAllocation(const Environment& environment) {
-  auto nodes = environment.get("SLURM_JOB_NODELIST");
-  if (!nodes) nodes = environment.get("SLURM_NODELIST");
+  auto nodes = environment.get(ddp::env::kSlurmJobNodelist);
+  if (!nodes) nodes = environment.get(ddp::env::kSlurmNodelist);
   auto tasks = environment.get(env::kSlurmTasksPerNode);
   if (!nodes || !tasks) return std::nullopt;
   auto names = expandSlurmNodelist(*nodes);

@@ -1,6 +1,6 @@
 #include "io.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <fmt/format.h>
 
@@ -176,14 +176,6 @@ std::string randomHex(size_t bytes) {
   std::string hex;
   for (unsigned char c : raw) hex += fmt::format("{:02x}", c);
   return hex;
-}
-
-void makeDirectories(const std::string& path, const std::string& what) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) throw ConfigError(fmt::format("{} {}: cannot create: {}", what, path, ec.message()));
-  if (::access(path.c_str(), W_OK) != 0)
-    throw ConfigError(fmt::format("{} {}: not writable: {}", what, path, std::strerror(errno)));
 }
 
 }  // namespace ddp::launcher::io

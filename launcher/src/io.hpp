@@ -52,7 +52,5 @@ int connectTcp(const std::string& host, int port, double timeoutS, std::string& 
 std::string hostname();
 // Random bytes as hex (from /dev/urandom).
 std::string randomHex(size_t bytes);
-// Creates a directory and its parents; ConfigError naming the path and the reason.
-void makeDirectories(const std::string& path, const std::string& what);
 
 }  // namespace ddp::launcher::io

@@ -1,6 +1,8 @@
 #include "ddp/launcher/plan.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/log.hpp"
+#include "ddp/common/run_layout.hpp"
 #include "ddp/launcher/rank.hpp"
 
 #include <fmt/format.h>
@@ -121,23 +123,26 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   env[std::string(ddp::env::kMasterPort)] = std::to_string(plan.masterPort);
   env[std::string(ddp::env::kRunDir)] = plan.runDir;
   env[std::string(ddp::env::kAttempt)] = std::to_string(ctx.attempt);
-  env[std::string(launcher::env::kOutput)] = o.output;
-  env[std::string(launcher::env::kGraceSeconds)] = fmt::format("{}", static_cast<int>(o.graceSeconds + 0.5));
-  env[std::string(launcher::env::kGpuBinding)] = o.gpuBinding ? "local-rank" : "none";
+  env[std::string(ddp::env::kOutput)] = o.output;
+  env[std::string(ddp::env::kGraceSeconds)] = fmt::format("{}", static_cast<int>(o.graceSeconds + 0.5));
+  env[std::string(ddp::env::kGpuBinding)] = o.gpuBinding ? "local-rank" : "none";
+  log::parseLevel(o.logLevel, "--log-level");
+  env[std::string(ddp::env::kLogLevel)] = o.logLevel;
   if (ctx.controlPort > 0) {
-    env[std::string(launcher::env::kControl)] = fmt::format("{}:{}", allHere ? "127.0.0.1" : ctx.localHost, ctx.controlPort);
-    env[std::string(launcher::env::kControlToken)] = ctx.controlToken;
+    env[std::string(ddp::env::kControl)] = fmt::format("{}:{}", allHere ? "127.0.0.1" : ctx.localHost, ctx.controlPort);
+    env[std::string(ddp::env::kControlToken)] = ctx.controlToken;
   }
-  const bool userSubsys = !o.ncclSubsys.empty() || ctx.environment.has("NCCL_DEBUG_SUBSYS");
+  const std::string ncclDebug(ddp::env::kNcclDebug), ncclSubsys(ddp::env::kNcclDebugSubsys);
+  const bool userSubsys = !o.ncclSubsys.empty() || ctx.environment.has(ncclSubsys);
   if (o.profile) {
-    env["NCCL_DEBUG"] = o.ncclDebug.empty() ? "INFO" : o.ncclDebug;
-    if (!userSubsys) env["NCCL_DEBUG_SUBSYS"] = kDefaultProfileSubsys;
-    env["NCCL_DEBUG_FILE"] = plan.runDir + "/nccl/%h.%p.log";
-    env[std::string(launcher::env::kSampleMs)] = std::to_string(kProfileSampleMs);
+    env[ncclDebug] = o.ncclDebug.empty() ? "INFO" : o.ncclDebug;
+    if (!userSubsys) env[ncclSubsys] = kDefaultProfileSubsys;
+    env[std::string(ddp::env::kNcclDebugFile)] = RunLayout(plan.runDir).ncclDebugFile();
+    env[std::string(ddp::env::kSampleMs)] = std::to_string(kProfileSampleMs);
   } else if (!o.ncclDebug.empty()) {
-    env["NCCL_DEBUG"] = o.ncclDebug;
+    env[ncclDebug] = o.ncclDebug;
   }
-  if (!o.ncclSubsys.empty()) env["NCCL_DEBUG_SUBSYS"] = o.ncclSubsys;
+  if (!o.ncclSubsys.empty()) env[ncclSubsys] = o.ncclSubsys;
   for (const auto& spec : o.exports) {
     auto eq = spec.find('=');
     std::string name = spec.substr(0, eq);
@@ -154,10 +159,10 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   }
   // A rank whose program called MPI_Init and then died is ddprun's to report and tear down: without
   // this, mpirun aborts the job itself ("exiting improperly"), racing the orderly teardown.
-  plan.mpirunEnv["OMPI_MCA_orte_allowed_exit_without_sync"] = "1";
+  plan.mpirunEnv[std::string(ddp::env::kOmpiAllowExitWithoutSync)] = "1";
   if (ctx.root) {
-    plan.mpirunEnv["OMPI_ALLOW_RUN_AS_ROOT"] = "1";
-    plan.mpirunEnv["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1";
+    plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRoot)] = "1";
+    plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRootConfirm)] = "1";
   }
 
   auto& a = plan.argv;
@@ -168,7 +173,8 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   a.insert(a.end(), {"--bind-to", "none"});
   for (const auto& [name, value] : env) a.insert(a.end(), {"-x", name});
   for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
-  a.insert(a.end(), {ctx.worker, "--worker", "--"});
+  a.insert(a.end(), {ctx.worker, "worker", "--"});
+  plan.program = o.program;
   a.insert(a.end(), o.program.begin(), o.program.end());
   return plan;
 }

@@ -1,6 +1,6 @@
 #include "ddp/launcher/process.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <fmt/format.h>
 
@@ -30,16 +30,6 @@ std::string errnoText(int err) { return std::strerror(err); }
 
 }  // namespace
 
-std::string signalName(int signal) {
-  if (const char* abbrev = sigabbrev_np(signal)) return std::string("SIG") + abbrev;
-  return fmt::format("signal {}", signal);
-}
-
-std::string ExitStatus::describe() const {
-  if (signal) return "killed by " + signalName(*signal);
-  return fmt::format("exit code {}", code.value_or(-1));
-}
-
 ExitStatus exitStatusOf(int waitStatus, const struct rusage& usage) {
   ExitStatus s;
   if (WIFEXITED(waitStatus)) s.code = WEXITSTATUS(waitStatus);
@@ -63,7 +53,7 @@ std::string resolveExecutable(const std::string& name, const Environment& enviro
     if (err) throw ConfigError(fmt::format("program '{}': not executable (chmod +x?)", name));
     return name;
   }
-  std::string path = environment.get("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  std::string path = environment.get(ddp::env::kPath).value_or("/usr/local/bin:/usr/bin:/bin");
   bool sawNonExecutable = false;
   size_t start = 0;
   while (start <= path.size()) {

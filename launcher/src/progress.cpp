@@ -3,20 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iostream>
 
 namespace ddp::launcher {
 
-void ProgressMeter::update(int rank, long long step, const std::string& phase, double t) {
+void ProgressMeter::update(int rank, const StepProgress& where, double t) {
+  const long long step = where.step;
   if (rank < 0 || step < 0) return;
-  const bool done = phase == "done";
-  completed_[rank] = std::max(completed_[rank], done ? step + 1 : step);
-  at_[rank] = {step, phase};
+  completed_[rank] = std::max(completed_[rank], where.done() ? step + 1 : step);
+  at_[rank] = where;
   // A rank that reaches comm_wait waits for every rank still computing the same step.
-  if (phase == "comm_wait") {
-    for (const auto& [other, where] : at_)
-      if (other != rank && where.first == step && where.second != "comm_wait" && where.second != "done" &&
-          where.second != "optimizer")
+  if (where.phase == Phase::kCommWait) {
+    for (const auto& [other, at] : at_)
+      if (other != rank && at.step == step && !at.done() && at.phase != Phase::kCommWait && at.phase != Phase::kOptimizer)
         heldUp_[other] += 1;
   }
   if (t - lastDecay_ >= 1) {  // the last ~10 s count most
@@ -63,16 +61,16 @@ void ProgressDisplay::tick(double t) {
   auto text = meter_.line(t);
   if (!text) return;
   if (terminal_) {
-    std::cerr << "\r\033[Kddprun: " << *text << "\r" << std::flush;
+    out_ << "\r\033[Kddprun: " << *text << "\r" << std::flush;
     shown_ = true;
   } else {
-    std::cerr << "ddprun: " << *text << "\n" << std::flush;
+    out_ << "ddprun: " << *text << "\n" << std::flush;
   }
 }
 
 void ProgressDisplay::clear() {
   if (!shown_) return;
-  std::cerr << "\r\033[K" << std::flush;
+  out_ << "\r\033[K" << std::flush;
   shown_ = false;
 }
 

@@ -5,7 +5,10 @@
 // still computing a step while other ranks already wait for it in comm_wait. Fed from the
 // workers' heartbeats; pure, so that it is tested without a job.
 
+#include "ddp/common/step_record.hpp"
+
 #include <deque>
+#include <ostream>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,9 +20,8 @@ class ProgressMeter {
  public:
   // totalSteps: the program's --steps, when it has one.
   ProgressMeter(int ranks, std::optional<long long> totalSteps) : ranks_(ranks), total_(totalSteps) {}
-  // Rank `rank` is in `phase` of step `step` (0-based; phase "done": it has finished the step);
-  // t in seconds.
-  void update(int rank, long long step, const std::string& phase, double t);
+  // Rank `rank` is at `where` (its heartbeat; step 0-based); t in seconds.
+  void update(int rank, const StepProgress& where, double t);
   // "step 120/200 (60 %), 8.1 steps/s, ETA 0:10; the others wait most for rank 2 (75 % of waits)";
   // none before every rank has reported a step.
   std::optional<std::string> line(double t);
@@ -28,19 +30,19 @@ class ProgressMeter {
   int ranks_;
   std::optional<long long> total_;
   std::map<int, long long> completed_;                 // rank -> steps completed
-  std::map<int, std::pair<long long, std::string>> at_;  // rank -> (step, phase) last heard
+  std::map<int, StepProgress> at_;                     // rank -> where it was last heard
   std::map<int, double> heldUp_;                       // rank -> decaying count of waits on it
   double lastDecay_ = 0;
   std::deque<std::pair<double, long long>> history_;   // (t, job's completed steps), the last ~10 s
 };
 
-// The meter on ddprun's stderr: on a terminal one line redrawn every second (the cursor left at
+// The meter on a terminal (ddprun's stderr): one line redrawn every second (the cursor left at
 // its start, so rank output overwrites it), otherwise a plain line every 10 s; the first after 3 s.
 class ProgressDisplay {
  public:
-  ProgressDisplay(int ranks, std::optional<long long> totalSteps, bool terminal)
-      : meter_(ranks, totalSteps), terminal_(terminal) {}
-  void update(int rank, long long step, const std::string& phase, double t) { meter_.update(rank, step, phase, t); }
+  ProgressDisplay(int ranks, std::optional<long long> totalSteps, std::ostream& out, bool terminal)
+      : meter_(ranks, totalSteps), out_(out), terminal_(terminal) {}
+  void update(int rank, const StepProgress& where, double t) { meter_.update(rank, where, t); }
   // Draws the line when it is due; t in seconds since the job started.
   void tick(double t);
   // Removes the line from a terminal, before another message is printed.
@@ -48,6 +50,7 @@ class ProgressDisplay {
 
  private:
   ProgressMeter meter_;
+  std::ostream& out_;
   bool terminal_;
   bool shown_ = false;
   double next_ = 3;

@@ -1,13 +1,12 @@
 #include "ddp/launcher/rank.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/launcher/hosts.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
-#include <sstream>
 #include <tuple>
 
 namespace ddp::launcher {
@@ -60,10 +59,10 @@ std::map<std::string, std::string> rankEnvironment(const RankIdentity& id, int n
       {std::string(kLocalWorldSize), std::to_string(id.localWorldSize)},
       {std::string(kNodeRank), std::to_string(nodeRank)},
       {std::string(kGroupRank), std::to_string(nodeRank)},
-      {"GROUP_WORLD_SIZE", std::to_string(nodes)},
+      {std::string(kGroupWorldSize), std::to_string(nodes)},
   };
-  if (gpuCount > 0 && gpuBinding && !environment.has(launcher::env::kCudaVisibleDevices))
-    out[std::string(launcher::env::kCudaVisibleDevices)] = std::to_string(id.localRank % gpuCount);
+  if (gpuCount > 0 && gpuBinding && !environment.has(ddp::env::kCudaVisibleDevices))
+    out[std::string(ddp::env::kCudaVisibleDevices)] = std::to_string(id.localRank % gpuCount);
   return out;
 }
 
@@ -71,13 +70,13 @@ OutputMode parseOutputMode(const std::string& text, const std::string& what) {
   OutputMode m;
   if (text == "tag" || text.empty()) return m;
   if (text == "quiet") {
-    m.kind = OutputMode::kQuiet;
+    m.kind = OutputMode::Kind::kQuiet;
     return m;
   }
   if (text.rfind("rank:", 0) == 0) {
     const std::string n = text.substr(5);
     if (!n.empty() && n.size() < 9 && std::all_of(n.begin(), n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      m.kind = OutputMode::kRank;
+      m.kind = OutputMode::Kind::kRank;
       m.rank = std::stoi(n);
       return m;
     }
@@ -85,59 +84,8 @@ OutputMode parseOutputMode(const std::string& text, const std::string& what) {
   throw ConfigError(fmt::format("{} '{}': expected tag, rank:N or quiet", what, text));
 }
 
-nlohmann::json toJson(const RankRecord& r) {
-  nlohmann::json j{{"schema", 1},
-                   {"rank", r.rank},
-                   {"host", r.host},
-                   {"worker_pid", r.workerPid},
-                   {"pid", r.programPid},
-                   {"started", r.started},
-                   {"exit_code", r.exitCode ? nlohmann::json(*r.exitCode) : nlohmann::json(nullptr)},
-                   {"signal", r.signal ? nlohmann::json(*r.signal) : nlohmann::json(nullptr)},
-                   {"start_unix_us", r.startUnixUs},
-                   {"end_unix_us", r.endUnixUs},
-                   {"duration_s", r.endUnixUs > r.startUnixUs ? (r.endUnixUs - r.startUnixUs) / 1e6 : 0.0},
-                   {"peak_rss_kb", r.peakRssKb},
-                   {"stop_requested", r.stopRequested},
-                   {"culprit", r.status == "culprit"}};
-  if (!r.status.empty()) j["status"] = r.status;
-  return j;
-}
-
-RankRecord rankRecordFromJson(const nlohmann::json& j, const std::string& what) {
-  auto fail = [&](const std::string& why) { return ConfigError(fmt::format("{}: {}", what, why)); };
-  if (!j.is_object()) throw fail("not a JSON object");
-  RankRecord r;
-  try {
-    r.rank = j.at("rank").get<int>();
-    r.host = j.value("host", "");
-    r.workerPid = j.value("worker_pid", int64_t{-1});
-    r.programPid = j.value("pid", int64_t{-1});
-    r.started = j.value("started", false);
-    if (j.contains("exit_code") && !j["exit_code"].is_null()) r.exitCode = j["exit_code"].get<int>();
-    if (j.contains("signal") && !j["signal"].is_null()) r.signal = j["signal"].get<int>();
-    r.startUnixUs = j.value("start_unix_us", int64_t{0});
-    r.endUnixUs = j.value("end_unix_us", int64_t{0});
-    r.peakRssKb = j.value("peak_rss_kb", 0L);
-    r.stopRequested = j.value("stop_requested", false);
-    r.status = j.value("status", "");
-  } catch (const nlohmann::json::exception& e) {
-    throw fail(e.what());
-  }
-  if (r.rank < 0) throw fail("\"rank\" is negative");
-  return r;
-}
-
-std::string rankFile(const std::string& runDir, int rank, const std::string& suffix) {
-  return fmt::format("{}/ranks/rank-{:05d}{}", runDir, rank, suffix);
-}
-
-std::string utilisationPath(const std::string& runDir, int rank) {
-  return fmt::format("{}/util/rank-{:05d}.jsonl", runDir, rank);
-}
-
-std::optional<int> findCulprit(const std::vector<RankRecord>& records) {
-  const RankRecord* first = nullptr;
+std::optional<int> findCulprit(const std::vector<RankExitRecord>& records) {
+  const RankExitRecord* first = nullptr;
   for (const auto& r : records)
     if (r.failedOnItsOwn() && (!first || std::tie(r.endUnixUs, r.rank) < std::tie(first->endUnixUs, first->rank)))
       first = &r;
@@ -158,17 +106,6 @@ std::map<std::string, std::string> withoutSecrets(const std::map<std::string, st
   for (const auto& [k, v] : vars)
     if (!looksSecret(k)) out[k] = v;
   return out;
-}
-
-std::string formatHello(const Hello& h) { return fmt::format("hello {} {} {} {}", h.token, h.rank, h.pid, h.host); }
-
-std::optional<Hello> parseHello(const std::string& line) {
-  std::istringstream in(line);
-  std::string word;
-  Hello h;
-  if (!(in >> word) || word != "hello" || !(in >> h.token >> h.rank >> h.pid >> h.host)) return std::nullopt;
-  if (h.rank < 0 || h.pid <= 0) return std::nullopt;
-  return h;
 }
 
 }  // namespace ddp::launcher

@@ -1,11 +1,10 @@
 #include "sampler.hpp"
 
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/json_text.hpp"
-#include "ddp/comm/timings.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/clock.hpp"
+#include "ddp/common/util_sample.hpp"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <dirent.h>
 #include <unistd.h>
@@ -82,20 +81,21 @@ void UtilSampler::poll(int pgid) {
                                  : 0;
   lastTicks_ = usage.ticks;
   last_ = now;
-  nlohmann::json line = {{"rank", rank_},
-                         {"t_unix_us", comm::unixMicros()},
-                         {"cpu_pct", std::round(cpu * 10) / 10},
-                         {"rss_mib", std::round(static_cast<double>(usage.rssPages) * pageMiB * 10) / 10},
-                         {"processes", usage.processes}};
+  UtilSample sample;
+  sample.rank = rank_;
+  sample.tUnixUs = unixMicros();
+  sample.cpuPct = std::round(cpu * 10) / 10;
+  sample.rssMib = std::round(static_cast<double>(usage.rssPages) * pageMiB * 10) / 10;
+  sample.processes = usage.processes;
   if (gpu_) {
     if (auto s = gpu_->sample()) {
-      line["gpu"] = *gpuIndex_;
-      line["gpu_util_pct"] = s->gpuUtilPct;
-      line["gpu_mem_util_pct"] = s->memUtilPct;
-      line["gpu_mem_used_mib"] = s->memUsedMiB;
+      sample.gpu = *gpuIndex_;
+      sample.gpuUtilPct = s->gpuUtilPct;
+      sample.gpuMemUtilPct = s->memUtilPct;
+      sample.gpuMemUsedMib = static_cast<double>(s->memUsedMiB);
     }
   }
-  const auto text = jsonText(line) + "\n";
+  const auto text = formatUtilSample(sample) + "\n";
   std::fwrite(text.data(), 1, text.size(), file_);
   std::fflush(file_);
 }

@@ -1,25 +1,29 @@
 #include "ddp/launcher/worker.hpp"
 
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/files.hpp"
-#include "ddp/comm/json_text.hpp"
-#include "ddp/comm/timings.hpp"
+#include "ddp/common/clock.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
+#include "ddp/common/json_text.hpp"
+#include "ddp/common/log.hpp"
+#include "ddp/common/run_layout.hpp"
+#include "ddp/launcher/control.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
 #include "io.hpp"
 #include "sampler.hpp"
+#include "stacks.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
 #include <cctype>
-#include <memory>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <memory>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -30,13 +34,53 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr double kRendezvousTimeoutS = 600;  // ddprun's own limit is shorter; this one only guards an orphan
+constexpr auto kRendezvousTimeout = std::chrono::seconds(600);  // ddprun's own limit is shorter; this one guards an orphan
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(300);
+constexpr auto kBeatInterval = std::chrono::milliseconds(250);
+constexpr int kPollMs = 50;
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("ddprun"); }
+
+// What the worker is told by its environment (set by ddprun's plan).
+struct WorkerConfig {
+  RankIdentity id;
+  std::optional<RunLayout> layout;  // none without DDPRUN_RUN_DIR (a worker started by hand)
+  OutputMode output;
+  std::chrono::seconds grace{5};
+  bool gpuBinding = true;
+  std::string host;
+  std::optional<std::string> control, token;
+  std::optional<long long> sampleMs;
+};
+
+WorkerConfig readConfig(const Environment& environment) {
+  const auto id = rankIdentityFrom(environment);
+  if (!id)
+    throw ConfigError("worker: no rank in the environment (OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK): "
+                      "it is started by ddprun through mpirun");
+  WorkerConfig c;
+  c.id = *id;
+  if (auto dir = environment.get(env::kRunDir); dir && !dir->empty()) c.layout.emplace(*dir);
+  c.output = parseOutputMode(environment.get(env::kOutput).value_or("tag"), std::string(env::kOutput));
+  c.grace = std::chrono::seconds(environment.getInt(env::kGraceSeconds, 0, 3600).value_or(5));
+  c.gpuBinding = environment.get(env::kGpuBinding).value_or("local-rank") != "none";
+  c.host = io::hostname();
+  c.control = environment.get(env::kControl);
+  c.token = environment.get(env::kControlToken);
+  c.sampleMs = environment.getInt(env::kSampleMs, 50, 60000);
+  if (auto level = environment.get(env::kLogLevel)) log::setLevel(log::parseLevel(*level, std::string(env::kLogLevel)));
+  return c;
+}
 
 // Where the program's two streams go: whole lines to the rank log and (tagged) to the console.
 class Relay {
  public:
   Relay(int logFd, std::string tag, bool console) : logFd_(logFd), tag_(std::move(tag)), console_(console) {}
+  ~Relay() {
+    if (logFd_ >= 0) ::close(logFd_);
+  }
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
 
   void add(int stream, const char* data, size_t size) {
     auto& b = buffers_[static_cast<size_t>(stream)];
@@ -44,13 +88,11 @@ class Relay {
     while (auto line = b.next()) emit(stream, *line);
     if (b.pendingSize() > 65536) emit(stream, b.rest());  // a very long line goes out in pieces
   }
-
   void flush(int stream) {
     auto rest = buffers_[static_cast<size_t>(stream)].rest();
     if (!rest.empty()) emit(stream, rest);
   }
-
-  // ddprun's own lines about this rank (not the program's).
+  // ddprun's own lines about this rank, in its output (where the user reads the rank's story).
   void note(const std::string& text) { emit(1, "ddprun: " + text); }
 
  private:
@@ -64,120 +106,316 @@ class Relay {
   std::array<io::LineBuffer, 3> buffers_;
 };
 
-struct Control {
-  int fd = -1;
-  io::LineBuffer in;
+// The worker's end of the control connection (control.hpp).
+class ControlLink {
+ public:
+  ~ControlLink() { close(); }
+  bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
 
-  void send(const std::string& line) {
-    if (fd >= 0 && !io::writeAll(fd, line + "\n")) close();
+  void connect(const std::string& address, const WorkerConfig& c) {
+    const auto colon = address.rfind(':');
+    std::string why = fmt::format("malformed {} '{}'", env::kControl, address);
+    if (colon != std::string::npos) fd_ = io::connectTcp(address.substr(0, colon), std::atoi(address.c_str() + colon + 1), 30, why);
+    if (fd_ < 0) throw Error(fmt::format("rank {} on {}: cannot reach ddprun: {}", c.id.rank, c.host, why));
+    send(control::Hello{c.token.value_or("-"), c.id.rank, ::getpid(), c.host});
+  }
+  void send(const control::WorkerMessage& message) {
+    if (fd_ >= 0 && !io::writeAll(fd_, control::format(message) + "\n")) close();
+  }
+  // The messages that arrived; closes the link on EOF or an error (ddprun is gone).
+  std::vector<control::LauncherMessage> read() {
+    std::vector<control::LauncherMessage> out;
+    char buf[4096];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) return out;
+    if (n <= 0) {
+      close();
+      return out;
+    }
+    in_.append(buf, static_cast<size_t>(n));
+    while (auto line = in_.next()) {
+      if (auto message = control::parseLauncherMessage(*line)) out.push_back(*message);
+      else logger()->debug("control: ignored '{}'", line->substr(0, 80));
+    }
+    return out;
+  }
+  // Says the worker is done (the last message sent) and closes.
+  void finish() {
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
+    close();
   }
   void close() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
   }
-  // Reads what is there; false on EOF or error (ddprun is gone).
-  bool read() {
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) return true;
-    if (n <= 0) return false;
-    in.append(buf, static_cast<size_t>(n));
-    return true;
-  }
+
+ private:
+  int fd_ = -1;
+  io::LineBuffer in_;
 };
 
-// The heartbeat: what the program's step timer says it is doing. timings/rank-NNNNN.progress
-// ("STEP PHASE", rewritten at each phase) when the program has one; else the step of the last
-// line of timings/rank-NNNNN.jsonl (a program that writes only the timings contract).
+bool isStopSignal(int sig) { return sig != SIGCHLD && sig != SIGUSR1 && sig != SIGUSR2; }
+
+// Waits for ddprun's "start" (every rank has said hello). None when the rank is torn down
+// first: "terminate", a stop signal, ddprun gone, a poll error, or the deadline.
+std::optional<control::Start> awaitStart(ControlLink& link, io::SignalPipe& signals) {
+  const auto deadline = Clock::now() + kRendezvousTimeout;
+  while (link.connected() && Clock::now() < deadline) {
+    pollfd fds[2] = {{link.fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    if (::poll(fds, 2, 200) < 0 && errno != EINTR) {
+      logger()->error("waiting for ddprun: poll: {}", std::strerror(errno));
+      return std::nullopt;
+    }
+    if (fds[1].revents)
+      for (int sig : signals.drain())
+        if (isStopSignal(sig)) return std::nullopt;
+    if (!fds[0].revents) continue;
+    std::optional<control::Start> start;
+    for (const auto& message : link.read()) {
+      // A terminate wins over a start that came with it: the job is being torn down.
+      if (std::holds_alternative<control::Terminate>(message)) return std::nullopt;
+      if (auto* s = std::get_if<control::Start>(&message)) start = *s;
+    }
+    if (start) return start;
+  }
+  return std::nullopt;
+}
+
+// The heartbeat: what the program's step timer says it is doing. Its progress file when the
+// program has one; else the step of the last line of its timings file (a program that writes
+// only the timings contract).
 class Heartbeat {
  public:
-  explicit Heartbeat(const std::string& timingsPath)
-      : jsonl_(timingsPath), progress_(timingsPath.empty() ? "" : comm::progressPath(timingsPath)) {}
-  // "STEP PHASE" when it changed since the last call.
-  std::optional<std::string> poll() {
+  Heartbeat(const std::optional<RunLayout>& layout, int rank) {
+    if (!layout) return;
+    jsonl_ = layout->timings(rank);
+    progress_ = layout->progress(rank);
+  }
+  // The progress when it changed since the last call.
+  std::optional<StepProgress> poll() {
     if (jsonl_.empty()) return std::nullopt;
-    std::string now = read(progress_, 64, false);
-    if (now.empty()) now = read(jsonl_, 8192, true);
-    if (now.empty() || now == last_) return std::nullopt;
+    auto now = parseStepProgress(read(progress_, 64, 0));
+    if (!now) now = lastRecordDone();
+    if (!now || (last_ && now->step == last_->step && now->phase == last_->phase)) return std::nullopt;
     last_ = now;
     return now;
   }
 
  private:
-  static std::string read(const std::string& path, size_t bytes, bool jsonl) {
+  std::optional<StepProgress> lastRecordDone() const {
+    const std::string tail = read(jsonl_, 8192, -1);
+    const auto end = tail.rfind('\n');
+    if (end == std::string::npos) return std::nullopt;
+    const auto begin = end == 0 ? std::string::npos : tail.rfind('\n', end - 1);
+    const size_t first = begin == std::string::npos ? 0 : begin + 1;
+    try {
+      return StepProgress{parseStepRecord(std::string_view(tail).substr(first, end - first)).step, std::nullopt};
+    } catch (const std::exception&) {  // a line cut by the tail window, or not a step record
+      return std::nullopt;
+    }
+  }
+  // Up to `bytes` from offset `from`; from < 0: the file's last bytes.
+  static std::string read(const std::string& path, size_t bytes, off_t from) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return "";
     struct stat st {};
     ::fstat(fd, &st);
+    if (from < 0) from = std::max<off_t>(0, st.st_size - static_cast<off_t>(bytes));
     std::string buf(bytes, '\0');
-    const off_t from = jsonl ? std::max<off_t>(0, st.st_size - static_cast<off_t>(bytes)) : 0;
-    ssize_t n = ::pread(fd, buf.data(), bytes, from);
+    const ssize_t n = ::pread(fd, buf.data(), bytes, from);
     ::close(fd);
-    if (n <= 0) return "";
-    buf.resize(static_cast<size_t>(n));
-    if (!jsonl) {
-      auto end = buf.find_last_not_of(" \n");
-      return end == std::string::npos ? "" : buf.substr(0, end + 1);
-    }
-    auto end = buf.rfind('\n');
-    if (end == std::string::npos) return "";
-    auto begin = end == 0 ? std::string::npos : buf.rfind('\n', end - 1);
-    const size_t first = begin == std::string::npos ? 0 : begin + 1;
-    try {
-      return std::to_string(comm::parseStepRecord(std::string_view(buf).substr(first, end - first)).step) + " done";
-    } catch (const std::exception&) {  // a line cut by the tail window, or not a step record
-      return "";
-    }
+    buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return buf;
   }
-  std::string jsonl_, progress_, last_;
+  std::string jsonl_, progress_;
+  std::optional<StepProgress> last_;
 };
 
-// Stacks of a process's threads, for a hang report: gdb when it is installed and may attach,
-// else what /proc says of each thread (kernel stack where readable, wait channel, state).
-std::string captureStacks(pid_t pid) {
-  std::string out;
+void writeRecord(const WorkerConfig& c, const RankExitRecord& record) {
+  if (!c.layout) return;
   try {
-    auto gdb = runCapture({"gdb", "-p", std::to_string(pid), "-batch", "-nx", "-ex", "set pagination off",
-                           "-ex", "thread apply all bt"}, 15);
-    if (!gdb.timedOut && gdb.output.find("Thread ") != std::string::npos) return "gdb thread apply all bt:\n" + gdb.output;
-    out = "gdb could not attach:\n" + gdb.output + "\n";
+    makeDirectories(c.layout->ranksDir(), "run directory");
+    writeFileAtomically(c.layout->rankExit(record.rank), jsonText(toJson(record), 2) + "\n");
   } catch (const std::exception& e) {
-    out = std::string("no gdb (") + e.what() + ")\n";
+    logger()->error("{}", e.what());
   }
-  out += "/proc/" + std::to_string(pid) + "/task/*:\n";
-  const std::string task = "/proc/" + std::to_string(pid) + "/task";
-  if (DIR* d = ::opendir(task.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      auto slurp = [](const std::string& path) {
-        std::string text;
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return std::string("(unreadable)");
-        char buf[4096];
-        ssize_t n;
-        while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-        ::close(fd);
-        return text;
-      };
-      const std::string t = task + "/" + e->d_name;
-      out += fmt::format("thread {}: {} wchan {}\n{}\n", e->d_name, slurp(t + "/comm").substr(0, 40), slurp(t + "/wchan"),
-                         slurp(t + "/stack"));
-    }
-    ::closedir(d);
-  }
-  return out;
 }
 
-void writeRecord(const std::string& runDir, const RankRecord& record) {
-  if (runDir.empty()) return;
+// The rank log (opened for the program's output), or -1 without a run directory.
+int openRankLog(const WorkerConfig& c) {
+  if (!c.layout) return -1;
+  makeDirectories(c.layout->ranksDir(), "run directory");
+  const std::string path = c.layout->rankLog(c.id.rank);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw ConfigError(fmt::format("rank log {}: {}", path, std::strerror(errno)));
+  return fd;
+}
+
+// The utilisation sampler of a profiled run, with this rank's GPU (the first it may see).
+std::unique_ptr<UtilSampler> makeSampler(const WorkerConfig& c, const std::map<std::string, std::string>& programEnv,
+                                         int gpus, Relay& relay) {
+  if (!c.sampleMs || !c.layout) return nullptr;
+  std::optional<unsigned> gpu;
+  auto visible = programEnv.find(std::string(env::kCudaVisibleDevices));
+  const std::string devices = visible != programEnv.end() ? visible->second
+                                                          : Environment::fromProcess().get(env::kCudaVisibleDevices).value_or("");
+  if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && gpus > 0)
+    gpu = static_cast<unsigned>(std::atoi(devices.c_str()));
   try {
-    writeFileAtomically(rankFile(runDir, record.rank, ".exit.json"), jsonText(toJson(record), 2) + "\n");
+    makeDirectories(c.layout->utilDir(), "utilisation directory");
+    return std::make_unique<UtilSampler>(c.layout->utilisation(c.id.rank), c.id.rank, gpu,
+                                         std::chrono::milliseconds(*c.sampleMs));
   } catch (const std::exception& e) {
-    io::writeAll(STDERR_FILENO, fmt::format("ddprun worker (rank {}): {}\n", record.rank, e.what()));
+    relay.note(std::string("utilisation sampling off: ") + e.what());
+    return nullptr;
   }
+}
+
+// Watches the running program: relays its output, forwards signals, obeys ddprun (terminate,
+// stacks), sends heartbeats and samples utilisation, until it has ended and its output is
+// drained.
+class ProgramWatch {
+ public:
+  ProgramWatch(const WorkerConfig& c, Process& child, int out, int err, Relay& relay, ControlLink& link,
+               io::SignalPipe& signals, RankExitRecord& record)
+      : c_(c), child_(child), relay_(relay), link_(link), signals_(signals), record_(record), heartbeat_(c.layout, c.id.rank) {
+    streams_[1] = out;
+    streams_[2] = err;
+  }
+  ~ProgramWatch() {
+    for (int s = 1; s <= 2; ++s)
+      if (streams_[s] >= 0) ::close(streams_[s]);
+  }
+  ProgramWatch(const ProgramWatch&) = delete;
+  ProgramWatch& operator=(const ProgramWatch&) = delete;
+
+  // How the program ended; the watch loop failing kills it (settleProgram).
+  ExitStatus run(UtilSampler* sampler) {
+    while (!finished(Clock::now())) {
+      if (!waitOnce()) break;
+      if (!status_ && (status_ = child_.poll())) {
+        record_.endUnixUs = unixMicros();
+        drainUntil_ = Clock::now() + kDrainAfterExit;
+      }
+      if (sampler && !status_) sampler->poll(child_.pid());
+      beat(Clock::now());
+      escalate(Clock::now());
+    }
+    const auto status = settleProgram(child_, status_);
+    if (!status_) record_.endUnixUs = unixMicros();
+    for (int s = 1; s <= 2; ++s) close(s);
+    return status;
+  }
+
+ private:
+  // One poll and what it found; false when poll itself failed.
+  bool waitOnce() {
+    std::vector<pollfd> fds;
+    for (int s = 1; s <= 2; ++s)
+      if (streams_[s] >= 0) fds.push_back({streams_[s], POLLIN, 0});
+    fds.push_back({signals_.fd(), POLLIN, 0});
+    if (link_.connected()) fds.push_back({link_.fd(), POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), kPollMs) < 0 && errno != EINTR) {
+      logger()->error("watching rank {}'s program: poll: {}", c_.id.rank, std::strerror(errno));
+      return false;
+    }
+    for (const auto& p : fds) {
+      if (!p.revents) continue;
+      if (p.fd == signals_.fd()) onSignals();
+      else if (p.fd == link_.fd()) onControl();
+      else for (int s = 1; s <= 2; ++s)
+          if (p.fd == streams_[s]) onStream(s);
+    }
+    return true;
+  }
+  void onSignals() {
+    for (int sig : signals_.drain()) {
+      if (sig == SIGCHLD) continue;
+      if (isStopSignal(sig)) requestStop(sig);
+      else child_.signalGroup(sig);
+    }
+  }
+  void onControl() {
+    for (const auto& message : link_.read()) {
+      if (status_) continue;
+      if (std::holds_alternative<control::Terminate>(message)) requestStop(SIGTERM);
+      if (std::holds_alternative<control::Stacks>(message)) writeStacks();
+    }
+    // ddprun is gone: nobody will report or clean up, so stop here.
+    if (!link_.connected() && !status_) requestStop(SIGTERM);
+  }
+  void writeStacks() {
+    if (c_.layout) {
+      try {
+        writeFileAtomically(c_.layout->rankStacks(c_.id.rank), captureStacks(child_.pid()));
+      } catch (const std::exception& e) {
+        relay_.note(std::string("stacks: ") + e.what());
+      }
+    }
+    link_.send(control::StacksDone{});
+  }
+  void onStream(int s) {
+    char buf[65536];
+    const ssize_t n = ::read(streams_[s], buf, sizeof buf);
+    if (n > 0) relay_.add(s, buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR) close(s);
+  }
+  void close(int s) {
+    if (streams_[s] < 0) return;
+    relay_.flush(s);
+    ::close(streams_[s]);
+    streams_[s] = -1;
+  }
+  void requestStop(int sig) {
+    record_.stopRequested = true;
+    child_.signalGroup(sig);
+    if (!killAt_) killAt_ = Clock::now() + c_.grace;
+  }
+  void beat(Clock::time_point now) {
+    if (now < nextBeat_ || !link_.connected()) return;
+    nextBeat_ = now + kBeatInterval;
+    if (auto progress = heartbeat_.poll()) link_.send(control::Beat{*progress});
+  }
+  void escalate(Clock::time_point now) {
+    if (status_ || !killAt_ || now < *killAt_) return;
+    child_.signalGroup(SIGKILL);
+    killAt_ = now + std::chrono::hours(24);
+  }
+  bool finished(Clock::time_point now) const {
+    return status_ && ((streams_[1] < 0 && streams_[2] < 0) || now >= *drainUntil_);
+  }
+
+  const WorkerConfig& c_;
+  Process& child_;
+  Relay& relay_;
+  ControlLink& link_;
+  io::SignalPipe& signals_;
+  RankExitRecord& record_;
+  Heartbeat heartbeat_;
+  int streams_[3] = {-1, -1, -1};
+  std::optional<ExitStatus> status_;
+  std::optional<Clock::time_point> killAt_, drainUntil_;
+  Clock::time_point nextBeat_{};
+};
+
+// Ends the worker without running the program (torn down before it started, or it could not
+// be started): the record goes to the run directory and to ddprun.
+int endWithoutProgram(const WorkerConfig& c, ControlLink& link, RankExitRecord& record, int code) {
+  record.endUnixUs = unixMicros();
+  writeRecord(c, record);
+  link.send(control::Exit{record});
+  const bool reported = link.connected();
+  link.finish();
+  return reported ? 0 : code;
 }
 
 }  // namespace
+
+ExitStatus settleProgram(Process& child, const std::optional<ExitStatus>& status) {
+  child.signalGroup(SIGKILL);  // whatever the program left running in its group, or the program itself
+  return status ? *status : child.wait();
+}
 
 int countGpus() {
   int count = 0;
@@ -194,79 +432,38 @@ int countGpus() {
 }
 
 int runWorker(const std::vector<std::string>& program) {
-  if (program.empty()) throw ConfigError("ddprun --worker: no program (ddprun --worker -- PROGRAM [ARGS...])");
+  if (program.empty()) throw ConfigError("worker: no program (ddprun worker -- PROGRAM [ARGS...])");
   const auto environment = Environment::fromProcess();
-  const auto id = rankIdentityFrom(environment);
-  if (!id)
-    throw ConfigError("ddprun --worker: no rank in the environment (OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK): "
-                      "it is started by ddprun through mpirun");
-  const std::string runDir = environment.get(ddp::env::kRunDir).value_or("");
-  const auto output = parseOutputMode(environment.get(env::kOutput).value_or("tag"), std::string(env::kOutput));
-  const auto grace = std::chrono::seconds(environment.getInt(env::kGraceSeconds, 0, 3600).value_or(5));
-  const bool gpuBinding = environment.get(env::kGpuBinding).value_or("local-rank") != "none";
-  const std::string host = io::hostname();
-
+  const WorkerConfig c = readConfig(environment);
+  log::setPrefix(fmt::format("[{}:{}]", c.host, c.id.rank));
   io::SignalPipe signals({SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD});
   ::signal(SIGPIPE, SIG_IGN);
 
-  RankRecord record;
-  record.rank = id->rank;
-  record.host = host;
+  RankExitRecord record;
+  record.rank = c.id.rank;
+  record.host = c.host;
   record.workerPid = ::getpid();
-  record.startUnixUs = comm::unixMicros();
+  record.startUnixUs = unixMicros();
 
-  // Meet ddprun: it answers once every rank has said hello, with this rank's node index.
-  Control control;
-  int nodeRank = id->nodeRank.value_or(0), nodes = 1;
-  if (auto address = environment.get(env::kControl)) {
-    auto colon = address->rfind(':');
-    std::string why = "malformed " + std::string(env::kControl) + " '" + *address + "'";
-    if (colon != std::string::npos)
-      control.fd = io::connectTcp(address->substr(0, colon), std::atoi(address->c_str() + colon + 1), 30, why);
-    if (control.fd < 0) throw Error(fmt::format("rank {} on {}: cannot reach ddprun: {}", id->rank, host, why));
-    control.send(formatHello({environment.get(env::kControlToken).value_or("-"), id->rank, ::getpid(), host}));
-    const auto deadline = Clock::now() + std::chrono::duration<double>(kRendezvousTimeoutS);
-    bool started = false;
-    while (!started) {
-      if (Clock::now() > deadline || control.fd < 0) break;
-      pollfd fds[2] = {{control.fd, POLLIN, 0}, {signals.fd(), POLLIN, 0}};
-      if (::poll(fds, 2, 200) < 0 && errno != EINTR) break;
-      if (fds[1].revents) {
-        auto got = signals.drain();
-        bool stop = false;
-        for (int s : got) stop = stop || (s != SIGCHLD && s != SIGUSR1 && s != SIGUSR2);
-        if (stop) break;
-      }
-      if (fds[0].revents && !control.read()) control.close();
-      while (auto line = control.in.next()) {
-        if (std::sscanf(line->c_str(), "start %d %d", &nodeRank, &nodes) == 2) started = true;
-        else if (*line == "terminate") break;
-      }
-    }
-    if (!started) {  // torn down before the program began
+  ControlLink link;
+  control::Start start{c.id.nodeRank.value_or(0), 1};
+  if (c.control) {
+    link.connect(*c.control, c);
+    auto started = awaitStart(link, signals);
+    if (!started) {
       record.stopRequested = true;
-      record.endUnixUs = comm::unixMicros();
-      writeRecord(runDir, record);
-      control.send("exit " + jsonText(toJson(record)));
-      return 0;
+      return endWithoutProgram(c, link, record, 0);
     }
+    start = *started;
   }
 
-  int logFd = -1;
-  if (!runDir.empty()) {
-    io::makeDirectories(runDir + "/ranks", "run directory");
-    const std::string path = rankFile(runDir, id->rank, ".log");
-    logFd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (logFd < 0) throw ConfigError(fmt::format("rank log {}: {}", path, std::strerror(errno)));
-  }
-  Relay relay(logFd, fmt::format("[{}:{}] ", host, id->rank), output.shows(id->rank));
-
+  Relay relay(openRankLog(c), fmt::format("[{}:{}] ", c.host, c.id.rank), c.output.shows(c.id.rank));
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw Error("pipe2 failed");
   SpawnOptions spawn;
   spawn.argv = program;
   const int gpus = countGpus();
-  spawn.setEnv = rankEnvironment(*id, nodeRank, nodes, environment, gpus, gpuBinding);
+  spawn.setEnv = rankEnvironment(c.id, start.nodeRank, start.nodes, environment, gpus, c.gpuBinding);
   spawn.unsetEnv = {std::string(env::kControl), std::string(env::kControlToken)};
   spawn.newProcessGroup = true;
   spawn.killWithParent = true;
@@ -277,124 +474,27 @@ int runWorker(const std::vector<std::string>& program) {
     child = Process::spawn(spawn);
   } catch (const ConfigError& e) {
     relay.note(e.what());
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
     record.exitCode = 127;
-    record.endUnixUs = comm::unixMicros();
-    writeRecord(runDir, record);
-    control.send("exit " + jsonText(toJson(record)));
-    if (logFd >= 0) ::close(logFd);
-    return control.fd >= 0 ? 0 : 127;
+    return endWithoutProgram(c, link, record, 127);
   }
   ::close(out[1]);
   ::close(err[1]);
   record.started = true;
   record.programPid = child.pid();
-  control.send(fmt::format("started {}", child.pid()));
+  link.send(control::Started{child.pid()});
 
-  Heartbeat heartbeat(runDir.empty() ? "" : comm::timingsPath(runDir, id->rank));
-  auto nextBeatCheck = Clock::now();
-  std::unique_ptr<UtilSampler> sampler;
-  if (auto ms = environment.getInt(env::kSampleMs, 50, 60000); ms && !runDir.empty()) {
-    std::optional<unsigned> gpu;
-    auto visible = spawn.setEnv.find(std::string(env::kCudaVisibleDevices));
-    const std::string devices = visible != spawn.setEnv.end() ? visible->second
-                                                              : environment.get(env::kCudaVisibleDevices).value_or("");
-    if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && gpus > 0)
-      gpu = static_cast<unsigned>(std::atoi(devices.c_str()));  // the first visible device
-    try {
-      io::makeDirectories(runDir + "/util", "utilisation directory");
-      sampler = std::make_unique<UtilSampler>(utilisationPath(runDir, id->rank), id->rank, gpu, std::chrono::milliseconds(*ms));
-    } catch (const std::exception& e) {
-      relay.note(std::string("utilisation sampling off: ") + e.what());
-    }
-  }
-  int streams[3] = {-1, out[0], err[0]};
-  std::optional<ExitStatus> status;
-  std::optional<Clock::time_point> killAt, drainUntil;
-  auto requestStop = [&](int sig) {
-    record.stopRequested = true;
-    child.signalGroup(sig);
-    if (!killAt) killAt = Clock::now() + grace;
-  };
-  for (;;) {
-    std::vector<pollfd> fds;
-    for (int s = 1; s <= 2; ++s)
-      if (streams[s] >= 0) fds.push_back({streams[s], POLLIN, 0});
-    fds.push_back({signals.fd(), POLLIN, 0});
-    if (control.fd >= 0) fds.push_back({control.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), 50) < 0 && errno != EINTR) break;
-    for (const auto& p : fds) {
-      if (!p.revents) continue;
-      if (p.fd == signals.fd()) {
-        for (int sig : signals.drain()) {
-          if (sig == SIGCHLD) continue;
-          if (sig == SIGUSR1 || sig == SIGUSR2) child.signalGroup(sig);
-          else requestStop(sig);
-        }
-      } else if (p.fd == control.fd) {
-        if (!control.read()) {  // ddprun is gone: nobody will report or clean up, so stop here
-          control.close();
-          if (!status) requestStop(SIGTERM);
-        }
-        while (auto line = control.in.next()) {
-          if (*line == "terminate" && !status) requestStop(SIGTERM);
-          if (*line == "stacks" && !status && !runDir.empty()) {
-            try {
-              writeFileAtomically(rankFile(runDir, id->rank, ".stacks.txt"), captureStacks(child.pid()));
-            } catch (const std::exception& e) {
-              relay.note(std::string("stacks: ") + e.what());
-            }
-            control.send("stacks-done");
-          }
-        }
-      } else {
-        for (int s = 1; s <= 2; ++s) {
-          if (p.fd != streams[s]) continue;
-          char buf[65536];
-          ssize_t n = ::read(streams[s], buf, sizeof buf);
-          if (n > 0) {
-            relay.add(s, buf, static_cast<size_t>(n));
-          } else if (n == 0 || errno != EINTR) {
-            relay.flush(s);
-            ::close(streams[s]);
-            streams[s] = -1;
-          }
-        }
-      }
-    }
-    if (!status && (status = child.poll())) {
-      record.endUnixUs = comm::unixMicros();
-      drainUntil = Clock::now() + kDrainAfterExit;
-    }
-    const auto now = Clock::now();
-    if (sampler && !status) sampler->poll(child.pid());
-    if (now >= nextBeatCheck && control.fd >= 0) {
-      nextBeatCheck = now + std::chrono::milliseconds(250);
-      if (auto beat = heartbeat.poll()) control.send("beat " + *beat);
-    }
-    if (!status && killAt && now >= *killAt) {
-      child.signalGroup(SIGKILL);
-      killAt = now + std::chrono::hours(24);
-    }
-    if (status && ((streams[1] < 0 && streams[2] < 0) || now >= *drainUntil)) break;
-  }
-  child.signalGroup(SIGKILL);  // whatever the program left running in its group
-  for (int s = 1; s <= 2; ++s) {
-    if (streams[s] < 0) continue;
-    relay.flush(s);
-    ::close(streams[s]);
-  }
-  record.exitCode = status->code;
-  record.signal = status->signal;
-  record.peakRssKb = status->maxRssKb;
-  if (logFd >= 0) ::close(logFd);
-  writeRecord(runDir, record);
-  control.send("exit " + jsonText(toJson(record)));
-  if (control.fd >= 0) {
-    ::shutdown(control.fd, SHUT_WR);
-    control.close();
-    return 0;
-  }
-  return status->shellCode();
+  auto sampler = makeSampler(c, spawn.setEnv, gpus, relay);
+  ProgramWatch watch(c, child, out[0], err[0], relay, link, signals, record);
+  const auto status = watch.run(sampler.get());
+  record.exitCode = status.code;
+  record.signal = status.signal;
+  record.peakRssKb = status.maxRssKb;
+  writeRecord(c, record);
+  link.send(control::Exit{record});
+  const bool reported = link.connected();
+  link.finish();
+  return reported ? 0 : status.shellCode();
 }
 
 }  // namespace ddp::launcher

@@ -1,6 +1,6 @@
 #include "ddp/profiler/analysis.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,6 @@
 
 namespace ddp::profiler {
 namespace {
-
-using comm::Phase;
 
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -23,10 +21,10 @@ double quantile(std::vector<double> v, double q) {
 }
 double median(const std::vector<double>& v) { return quantile(v, 0.5); }
 
-double compute(const comm::StepRecord& r) { return std::max(0.0, r.stepMs - r.phaseMs(Phase::kCommWait)); }
+double compute(const StepRecord& r) { return std::max(0.0, r.stepMs - r.phasesMs[Phase::kCommWait]); }
 // The time during which at least one of the step's collectives was in flight (queued ones
 // overlap, so their durations do not add up).
-double collectivesMs(const comm::StepRecord& r) {
+double collectivesMs(const StepRecord& r) {
   std::vector<std::pair<double, double>> spans;
   for (const auto& c : r.collectives) {
     double start = static_cast<double>(c.startUnixUs) / 1000.0;
@@ -42,97 +40,106 @@ double collectivesMs(const comm::StepRecord& r) {
   return total;
 }
 
-}  // namespace
+using StepsByIndex = std::map<int64_t, std::map<int, const StepRecord*>>;
 
-TimingAnalysis analyseTimings(const RunData& run) {
-  TimingAnalysis a;
-  a.utilisation = analyseUtilisation(run);
-  if (run.timings.empty()) return a;
-  // Steps every rank recorded, by step index.
-  std::map<int64_t, std::map<int, const comm::StepRecord*>> bySteps;
+// Sums over the analysed steps, per rank and for the whole run.
+struct StepSums {
+  std::map<int, std::vector<double>> stepMs, computeMs;
+  std::map<int, PhaseArray<double>> phaseMs;
+  std::map<int, double> commMs;
+  std::map<int, size_t> slowest;  // rank -> steps in which it computed longest
+  std::vector<double> wallMs, stepImbalance;
+  PhaseArray<double> shareSum;
+  double exposedSum = 0, commTotal = 0, waitTotal = 0;
+};
+
+// The steps every rank recorded (the first skipped as warm-up when there are more than 3), and
+// which ranks are missing or short.
+std::vector<int64_t> commonSteps(const RunData& run, TimingAnalysis& a, StepsByIndex& bySteps) {
   for (const auto& [rank, records] : run.timings) {
     a.maxSteps = std::max(a.maxSteps, records.size());
     for (const auto& r : records) bySteps[r.step][rank] = &r;
   }
-  const size_t nRanks = run.timings.size();
   for (const auto& [rank, records] : run.timings)
     if (records.size() < a.maxSteps) a.shortRanks.push_back(rank);
   if (run.worldSize)
     for (int r = 0; r < *run.worldSize; ++r)
       if (!run.timings.count(r)) a.missingRanks.push_back(r);
-
   std::vector<int64_t> common;
   for (const auto& [step, ranks] : bySteps)
-    if (ranks.size() == nRanks) common.push_back(step);
+    if (ranks.size() == run.timings.size()) common.push_back(step);
   if (common.size() > 3) {
     common.erase(common.begin());  // warm-up: allocations, first-touch, connection set-up
     a.warmupSkipped = true;
   }
-  a.stepsAnalysed = common.size();
-  if (common.empty()) return a;
+  return common;
+}
 
-  std::map<int, std::vector<double>> stepMs, computeMs;
-  std::map<int, std::array<double, 5>> phaseSum;
-  std::map<int, double> commSum;
-  std::map<int, size_t> slowest;
-  std::vector<double> wallMs, stepImbalance;
-  std::array<double, 5> shareSum{};
-  double exposedSum = 0, commTotal = 0, waitTotal = 0;
-  for (int64_t step : common) {
-    const auto& ranks = bySteps[step];
-    double wall = 0, maxCompute = -1, sumCompute = 0;
-    int slowestRank = -1;
-    int64_t samples = 0;
-    for (const auto& [rank, r] : ranks) {
-      wall = std::max(wall, r->stepMs);
-      double c = compute(*r);
-      sumCompute += c;
-      if (c > maxCompute) maxCompute = c, slowestRank = rank;
-      stepMs[rank].push_back(r->stepMs);
-      computeMs[rank].push_back(c);
-      for (Phase p : comm::kPhases) phaseSum[rank][static_cast<size_t>(p)] += r->phaseMs(p);
-      commSum[rank] += collectivesMs(*r);
-      samples += r->samples;
-      if (r->stepMs > 0) {
-        for (Phase p : comm::kPhases) shareSum[static_cast<size_t>(p)] += r->phaseMs(p) / r->stepMs;
-        exposedSum += r->phaseMs(Phase::kCommWait) / r->stepMs;
-      }
-      commTotal += collectivesMs(*r);
-      waitTotal += r->phaseMs(Phase::kCommWait);
+void addStep(const std::map<int, const StepRecord*>& ranks, StepSums& sums, TimingAnalysis& a) {
+  double wall = 0, maxCompute = -1, sumCompute = 0;
+  int slowestRank = -1;
+  int64_t samples = 0;
+  for (const auto& [rank, r] : ranks) {
+    wall = std::max(wall, r->stepMs);
+    const double c = compute(*r);
+    sumCompute += c;
+    if (c > maxCompute) maxCompute = c, slowestRank = rank;
+    sums.stepMs[rank].push_back(r->stepMs);
+    sums.computeMs[rank].push_back(c);
+    for (Phase p : kPhases) sums.phaseMs[rank][p] += r->phasesMs[p];
+    const double comm = collectivesMs(*r);
+    sums.commMs[rank] += comm;
+    samples += r->samples;
+    if (r->stepMs > 0) {
+      for (Phase p : kPhases) sums.shareSum[p] += r->phasesMs[p] / r->stepMs;
+      sums.exposedSum += r->phasesMs[Phase::kCommWait] / r->stepMs;
     }
-    wallMs.push_back(wall);
-    a.globalSamplesPerStep = samples;
-    double meanCompute = sumCompute / static_cast<double>(ranks.size());
-    stepImbalance.push_back(meanCompute > 0 ? maxCompute / meanCompute : 1);
-    ++slowest[slowestRank];
+    sums.commTotal += comm;
+    sums.waitTotal += r->phasesMs[Phase::kCommWait];
   }
-  const double n = static_cast<double>(common.size());
-  const double records = n * static_cast<double>(nRanks);
-  a.stepMsMedian = median(wallMs);
-  a.stepMsP95 = quantile(wallMs, 0.95);
-  a.samplesPerSecond = a.stepMsMedian > 0 ? static_cast<double>(a.globalSamplesPerStep) * 1000.0 / a.stepMsMedian : 0;
-  for (size_t p = 0; p < 5; ++p) a.phaseShare[p] = shareSum[p] / records;
-  a.exposedCommShare = exposedSum / records;
-  a.commMsMean = commTotal / records;
-  if (commTotal > 0) a.overlapFraction = std::clamp(1.0 - waitTotal / commTotal, 0.0, 1.0);
-  a.imbalanceStepMedian = median(stepImbalance);
-  a.imbalanceStepMax = *std::max_element(stepImbalance.begin(), stepImbalance.end());
+  sums.wallMs.push_back(wall);
+  a.globalSamplesPerStep = samples;
+  const double meanCompute = sumCompute / static_cast<double>(ranks.size());
+  sums.stepImbalance.push_back(meanCompute > 0 ? maxCompute / meanCompute : 1);
+  ++sums.slowest[slowestRank];
+}
 
+void summariseRun(const StepSums& sums, size_t steps, size_t ranks, TimingAnalysis& a) {
+  const double records = static_cast<double>(steps) * static_cast<double>(ranks);
+  a.stepMsMedian = median(sums.wallMs);
+  a.stepMsP95 = quantile(sums.wallMs, 0.95);
+  a.samplesPerSecond = a.stepMsMedian > 0 ? static_cast<double>(a.globalSamplesPerStep) * 1000.0 / a.stepMsMedian : 0;
+  for (Phase p : kPhases) a.phaseShare[p] = sums.shareSum[p] / records;
+  a.exposedCommShare = sums.exposedSum / records;
+  a.commMsMean = sums.commTotal / records;
+  if (sums.commTotal > 0) a.overlapFraction = std::clamp(1.0 - sums.waitTotal / sums.commTotal, 0.0, 1.0);
+  a.imbalanceStepMedian = median(sums.stepImbalance);
+  a.imbalanceStepMax = *std::max_element(sums.stepImbalance.begin(), sums.stepImbalance.end());
+}
+
+void summariseRanks(const RunData& run, StepSums& sums, size_t steps, TimingAnalysis& a) {
+  const double n = static_cast<double>(steps);
   std::vector<double> rankCompute;
   for (const auto& [rank, records] : run.timings) {
     RankTiming t;
     t.rank = rank;
     t.steps = records.size();
-    t.stepMsMedian = median(stepMs[rank]);
-    t.stepMsP95 = quantile(stepMs[rank], 0.95);
-    t.computeMsMedian = median(computeMs[rank]);
-    for (size_t p = 0; p < 5; ++p) t.phaseMsMean[p] = phaseSum[rank][p] / n;
-    t.commMsMean = commSum[rank] / n;
+    t.stepMsMedian = median(sums.stepMs[rank]);
+    t.stepMsP95 = quantile(sums.stepMs[rank], 0.95);
+    t.computeMsMedian = median(sums.computeMs[rank]);
+    for (Phase p : kPhases) t.phaseMsMean[p] = sums.phaseMs[rank][p] / n;
+    t.commMsMean = sums.commMs[rank] / n;
     t.samplesPerStep = records.back().samples;
-    t.slowestShare = static_cast<double>(slowest[rank]) / n;
+    t.slowestShare = static_cast<double>(sums.slowest[rank]) / n;
     rankCompute.push_back(t.computeMsMedian);
     a.ranks.push_back(t);
   }
+  const double meanCompute = std::accumulate(rankCompute.begin(), rankCompute.end(), 0.0) / static_cast<double>(rankCompute.size());
+  if (meanCompute > 0) a.imbalanceRun = *std::max_element(rankCompute.begin(), rankCompute.end()) / meanCompute;
+}
+
+// Step time per rank for the plots: at most kMaxMatrixSteps steps, evenly spaced.
+void fillMatrix(const std::vector<int64_t>& common, StepsByIndex& bySteps, TimingAnalysis& a) {
   const size_t stride = (common.size() + TimingAnalysis::kMaxMatrixSteps - 1) / TimingAnalysis::kMaxMatrixSteps;
   for (size_t j = 0; j < common.size(); j += stride) a.matrixSteps.push_back(common[j]);
   for (const auto& rank : a.ranks) {
@@ -140,29 +147,51 @@ TimingAnalysis analyseTimings(const RunData& run) {
     for (int64_t step : a.matrixSteps) row.push_back(bySteps[step][rank.rank]->stepMs);
     a.stepMatrix.push_back(std::move(row));
   }
-  double meanCompute = std::accumulate(rankCompute.begin(), rankCompute.end(), 0.0) / static_cast<double>(rankCompute.size());
-  if (meanCompute > 0) a.imbalanceRun = *std::max_element(rankCompute.begin(), rankCompute.end()) / meanCompute;
+}
 
-  // The straggler: one rank that is the slowest in most steps, clearly slower than the rest.
-  if (nRanks >= 2) {
-    const auto top = std::max_element(a.ranks.begin(), a.ranks.end(),
-                                      [](const auto& x, const auto& y) { return x.slowestShare < y.slowestShare; });
-    std::vector<double> othersCompute, othersWait;
-    for (const auto& t : a.ranks) {
-      if (t.rank == top->rank) continue;
-      othersCompute.push_back(t.computeMsMedian);
-      othersWait.push_back(t.phaseMsMean[static_cast<size_t>(Phase::kCommWait)]);
-    }
-    const double extra = top->computeMsMedian - median(othersCompute);
-    if (top->slowestShare >= 0.6 && extra > 0.3 * median(othersCompute) && extra > 1.0) {
-      Straggler s;
-      s.rank = top->rank;
-      s.slowestShare = top->slowestShare;
-      s.extraComputeMs = extra;
-      s.othersWaitMs = std::max(0.0, median(othersWait) - top->phaseMsMean[static_cast<size_t>(Phase::kCommWait)]);
-      a.straggler = s;
-    }
+// The straggler: one rank that is the slowest in most steps, clearly slower than the rest.
+constexpr double kStragglerSlowestShare = 0.6;   // of the steps
+constexpr double kStragglerExtraShare = 0.3;     // of the others' median compute
+constexpr double kStragglerExtraMinMs = 1.0;
+
+std::optional<Straggler> findStraggler(const TimingAnalysis& a) {
+  if (a.ranks.size() < 2) return std::nullopt;
+  const auto top = std::max_element(a.ranks.begin(), a.ranks.end(),
+                                    [](const auto& x, const auto& y) { return x.slowestShare < y.slowestShare; });
+  std::vector<double> othersCompute, othersWait;
+  for (const auto& t : a.ranks) {
+    if (t.rank == top->rank) continue;
+    othersCompute.push_back(t.computeMsMedian);
+    othersWait.push_back(t.phaseMsMean[Phase::kCommWait]);
   }
+  const double extra = top->computeMsMedian - median(othersCompute);
+  if (top->slowestShare < kStragglerSlowestShare || extra <= kStragglerExtraShare * median(othersCompute) ||
+      extra <= kStragglerExtraMinMs)
+    return std::nullopt;
+  Straggler s;
+  s.rank = top->rank;
+  s.slowestShare = top->slowestShare;
+  s.extraComputeMs = extra;
+  s.othersWaitMs = std::max(0.0, median(othersWait) - top->phaseMsMean[Phase::kCommWait]);
+  return s;
+}
+
+}  // namespace
+
+TimingAnalysis analyseTimings(const RunData& run) {
+  TimingAnalysis a;
+  a.utilisation = analyseUtilisation(run);
+  if (run.timings.empty()) return a;
+  StepsByIndex bySteps;
+  const auto common = commonSteps(run, a, bySteps);
+  a.stepsAnalysed = common.size();
+  if (common.empty()) return a;
+  StepSums sums;
+  for (int64_t step : common) addStep(bySteps[step], sums, a);
+  summariseRun(sums, common.size(), run.timings.size(), a);
+  summariseRanks(run, sums, common.size(), a);
+  fillMatrix(common, bySteps, a);
+  a.straggler = findStraggler(a);
   return a;
 }
 
@@ -189,6 +218,8 @@ std::vector<RankUtilisation> analyseUtilisation(const RunData& run) {
   }
   return out;
 }
+
+std::string_view scalingKindName(ScalingKind kind) { return kind == ScalingKind::kWeak ? "weak" : "strong"; }
 
 std::optional<std::string> notTheSameJob(const RunData& a, const RunData& b) {
   if (!a.command.empty() && !b.command.empty()) {
@@ -235,7 +266,7 @@ Scaling analyseScaling(const std::vector<RunData>& runs) {
     throw ConfigError(fmt::format("runs are not comparable: neither the per-rank batch (weak scaling) nor the global "
                                   "batch (strong scaling) is the same ({})", sizes));
   }
-  s.kind = weak ? "weak" : "strong";
+  s.kind = weak ? ScalingKind::kWeak : ScalingKind::kStrong;
   const double baseRanks = static_cast<double>(base.timing.ranks.size());
   for (const auto& p : points) {
     ScalingPoint q;

@@ -1,7 +1,9 @@
 #include "ddp/profiler/compare.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "html.hpp"
+
+#include "ddp/common/text.hpp"
 
 #include <fmt/format.h>
 
@@ -69,7 +71,6 @@ RunSummary summarise(const RunData& run, const CompareSide& side) {
 }
 
 std::string money(const std::optional<double>& x) { return x ? fmt::format("{:.4g}", *x) : "-"; }
-std::string pct(double x) { return fmt::format("{:.1f} %", 100 * x); }
 std::string join(const std::vector<std::string>& items, const char* empty = "-") {
   if (items.empty()) return empty;
   std::string out;
@@ -80,7 +81,7 @@ std::string join(const std::vector<std::string>& items, const char* empty = "-")
 std::string findingList(const std::vector<Finding>& findings) {
   std::vector<std::string> kinds;
   for (const auto& f : findings)
-    if (f.severity != Severity::kInfo) kinds.push_back(fmt::format("{} ({})", f.kind, severityName(f.severity)));
+    if (f.severity != Severity::kInfo) kinds.push_back(fmt::format("{} ({})", findingKindName(f.kind), severityName(f.severity)));
   return join(kinds, "none");
 }
 
@@ -105,8 +106,8 @@ std::vector<Row> rows(const Comparison& c) {
   add("samples per step", timed([](const RunSummary& s) { return std::to_string(s.samplesPerStep); }));
   add("throughput", timed([](const RunSummary& s) { return fmt::format("{:.1f} samples/s", s.samplesPerSecond); }));
   add("per rank", timed([](const RunSummary& s) { return fmt::format("{:.1f} samples/s", s.samplesPerRankPerSecond); }));
-  add("exposed communication", timed([](const RunSummary& s) { return pct(s.exposedCommShare); }));
-  add("parallel efficiency", timed([](const RunSummary& s) { return pct(s.parallelEfficiency); }));
+  add("exposed communication", timed([](const RunSummary& s) { return percent(s.exposedCommShare); }));
+  add("parallel efficiency", timed([](const RunSummary& s) { return percent(s.parallelEfficiency); }));
   add("allreduce busbw (ddpbench)", [](const RunSummary& s) {
     return s.busbwGbps ? fmt::format("{:.3g} GB/s at {} B", *s.busbwGbps, s.busbwBytes) : std::string("-");
   });
@@ -129,7 +130,7 @@ json summaryJson(const RunSummary& s) {
   auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
   json findings = json::array();
   for (const auto& f : s.findings)
-    findings.push_back({{"kind", f.kind}, {"severity", severityName(f.severity)}, {"evidence", f.evidence}});
+    findings.push_back({{"kind", findingKindName(f.kind)}, {"severity", severityName(f.severity)}, {"evidence", f.evidence}});
   return {{"run_dir", s.dir},
           {"label", s.label},
           {"instance", s.instance ? toJson(*s.instance) : json(nullptr)},
@@ -202,8 +203,8 @@ Comparison compareRuns(const RunData& a, const RunData& b, const CompareOptions&
                               100 * behind.samplesPerRankPerSecond / ahead.samplesPerRankPerSecond, ahead.label));
     }
     if (std::abs(c.a.exposedCommShare - c.b.exposedCommShare) >= 0.05)
-      v.push_back(fmt::format("Exposed communication: {} {}, {} {} of the step.", c.a.label, pct(c.a.exposedCommShare),
-                              c.b.label, pct(c.b.exposedCommShare)));
+      v.push_back(fmt::format("Exposed communication: {} {}, {} {} of the step.", c.a.label, percent(c.a.exposedCommShare),
+                              c.b.label, percent(c.b.exposedCommShare)));
   }
   if (c.a.costPerMillionSamples && c.b.costPerMillionSamples) {
     const bool bCheaper = *c.b.costPerMillionSamples < *c.a.costPerMillionSamples;

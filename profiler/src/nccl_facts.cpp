@@ -1,6 +1,6 @@
 #include "ddp/profiler/nccl_facts.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include "text.hpp"
 

@@ -1,9 +1,12 @@
 #include "ddp/profiler/report.hpp"
 
-#include "ddp/comm/files.hpp"
-#include "ddp/comm/json_text.hpp"
+#include "ddp/common/files.hpp"
+#include "ddp/common/json_text.hpp"
+#include "ddp/common/run_layout.hpp"
 #include "ddp/profiler/trace.hpp"
 #include "html.hpp"
+
+#include "ddp/common/text.hpp"
 
 #include <fmt/format.h>
 
@@ -12,16 +15,9 @@
 namespace ddp::profiler {
 namespace {
 
-using comm::Phase;
 using nlohmann::json;
 
-std::string pct(double x) { return fmt::format("{:.1f} %", 100 * x); }
 
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
-  return out;
-}
 
 }  // namespace
 
@@ -29,14 +25,14 @@ json reportJson(const Report& r) {
   const auto& t = r.timing;
   json findings = json::array();
   for (const auto& f : r.findings)
-    findings.push_back({{"kind", f.kind}, {"severity", severityName(f.severity)}, {"ranks", f.ranks},
+    findings.push_back({{"kind", findingKindName(f.kind)}, {"severity", severityName(f.severity)}, {"ranks", f.ranks},
                         {"evidence", f.evidence}, {"fix", f.fix}});
   json phases = json::object();
-  for (Phase p : comm::kPhases) phases[std::string(comm::phaseName(p))] = t.phaseShare[static_cast<size_t>(p)];
+  for (Phase p : kPhases) phases[std::string(phaseName(p))] = t.phaseShare[p];
   json ranks = json::array();
   for (const auto& rank : t.ranks) {
     json rankPhases = json::object();
-    for (Phase p : comm::kPhases) rankPhases[std::string(comm::phaseName(p))] = rank.phaseMsMean[static_cast<size_t>(p)];
+    for (Phase p : kPhases) rankPhases[std::string(phaseName(p))] = rank.phaseMsMean[p];
     ranks.push_back({{"rank", rank.rank}, {"steps", rank.steps}, {"step_ms_median", rank.stepMsMedian},
                      {"step_ms_p95", rank.stepMsP95}, {"compute_ms_median", rank.computeMsMedian},
                      {"phases_ms_mean", rankPhases}, {"comm_ms_mean", rank.commMsMean},
@@ -87,11 +83,11 @@ std::string renderReportText(const Report& r) {
                        t.ranks.size(), t.stepsAnalysed, t.warmupSkipped ? " (first skipped as warm-up)" : "",
                        t.stepMsMedian, t.stepMsP95, t.samplesPerSecond, t.globalSamplesPerStep);
     out += "phases:";
-    for (Phase p : comm::kPhases)
-      out += fmt::format(" {} {}", comm::phaseName(p), pct(t.phaseShare[static_cast<size_t>(p)]));
+    for (Phase p : kPhases)
+      out += fmt::format(" {} {}", phaseName(p), percent(t.phaseShare[p]));
     out += fmt::format("\ncommunication: {:.2f} ms per step, {} of the step exposed{}; imbalance {:.2f} (slowest/mean compute)\n",
-                       t.commMsMean, pct(t.exposedCommShare),
-                       t.overlapFraction ? fmt::format(", {} hidden behind backward", pct(*t.overlapFraction)) : "",
+                       t.commMsMean, percent(t.exposedCommShare),
+                       t.overlapFraction ? fmt::format(", {} hidden behind backward", percent(*t.overlapFraction)) : "",
                        t.imbalanceRun);
   } else {
     out += "no step timings to analyse\n";
@@ -99,7 +95,7 @@ std::string renderReportText(const Report& r) {
   out += "\nfindings:\n";
   if (r.findings.empty()) out += "  none: no rule found a problem\n";
   for (const auto& f : r.findings) {
-    out += fmt::format("  [{}] {}{}: {}\n", severityName(f.severity), f.kind,
+    out += fmt::format("  [{}] {}{}: {}\n", severityName(f.severity), findingKindName(f.kind),
                        f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")", f.evidence);
     out += fmt::format("      fix: {}\n", f.fix);
   }
@@ -108,8 +104,8 @@ std::string renderReportText(const Report& r) {
                        "data", "comm_wait", "comm", "slowest");
     for (const auto& rank : t.ranks)
       out += fmt::format("{:>6} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>8}\n", rank.rank, rank.steps,
-                         rank.stepMsMedian, rank.computeMsMedian, rank.phaseMsMean[static_cast<size_t>(Phase::kData)],
-                         rank.phaseMsMean[static_cast<size_t>(Phase::kCommWait)], rank.commMsMean, pct(rank.slowestShare));
+                         rank.stepMsMedian, rank.computeMsMedian, rank.phaseMsMean[Phase::kData],
+                         rank.phaseMsMean[Phase::kCommWait], rank.commMsMean, percent(rank.slowestShare));
   }
   if (!t.shortRanks.empty()) out += fmt::format("ranks with fewer steps than the longest ({}): {}\n", t.maxSteps, rankList(t.shortRanks));
   if (r.run.nccl) out += "\nNCCL\n" + renderNcclSummary(*r.run.nccl);
@@ -126,19 +122,19 @@ std::string renderReportMarkdown(const Report& r) {
   out += "## Findings\n\n";
   if (r.findings.empty()) out += "No rule found a problem.\n";
   for (const auto& f : r.findings)
-    out += fmt::format("- **{}** `{}`{} — {}  \n  *Fix:* {}\n", severityName(f.severity), f.kind,
+    out += fmt::format("- **{}** `{}`{} — {}  \n  *Fix:* {}\n", severityName(f.severity), findingKindName(f.kind),
                        f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")", f.evidence, f.fix);
   if (t.stepsAnalysed > 0) {
     out += fmt::format("\n## Steps\n\n{} ranks, {} steps analysed. Step time {:.2f} ms median, {:.2f} ms p95; "
                        "{:.1f} samples/s. Exposed communication {}; imbalance {:.2f}.\n\n",
                        t.ranks.size(), t.stepsAnalysed, t.stepMsMedian, t.stepMsP95, t.samplesPerSecond,
-                       pct(t.exposedCommShare), t.imbalanceRun);
+                       percent(t.exposedCommShare), t.imbalanceRun);
     out += "| rank | steps | step ms | compute ms | data ms | comm wait ms | comm ms | slowest in |\n";
     out += "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const auto& rank : t.ranks)
       out += fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} |\n", rank.rank, rank.steps,
-                         rank.stepMsMedian, rank.computeMsMedian, rank.phaseMsMean[static_cast<size_t>(Phase::kData)],
-                         rank.phaseMsMean[static_cast<size_t>(Phase::kCommWait)], rank.commMsMean, pct(rank.slowestShare));
+                         rank.stepMsMedian, rank.computeMsMedian, rank.phaseMsMean[Phase::kData],
+                         rank.phaseMsMean[Phase::kCommWait], rank.commMsMean, percent(rank.slowestShare));
   }
   if (r.run.nccl) out += "\n## NCCL\n\n```\n" + renderNcclSummary(*r.run.nccl) + "```\n";
   if (!r.run.problems.empty()) {
@@ -148,149 +144,30 @@ std::string renderReportMarkdown(const Report& r) {
   return out;
 }
 
-std::string renderReportHtml(const Report& r) {
-  const auto& t = r.timing;
-  html::Page page("ddprof report: " + r.run.dir);
-  page.heading(1, "ddprof report");
-  page.raw("<p class=\"muted\">" + html::escape(r.run.dir) + "</p>\n");
-  page.heading(2, "Findings");
-  if (r.findings.empty()) page.paragraph("No rule found a problem.");
-  for (const auto& f : r.findings)
-    page.raw(fmt::format("<div class=\"finding {0}\"><b>{0}</b> <code>{1}</code>{2}: {3}<div class=\"fix\">Fix: {4}</div></div>\n",
-                         severityName(f.severity), html::escape(f.kind),
-                         f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")", html::escape(f.evidence),
-                         html::escape(f.fix)));
-  if (t.stepsAnalysed > 0) {
-    page.heading(2, "Steps");
-    page.table({"ranks", "steps analysed", "step ms (median)", "step ms (p95)", "samples/s", "exposed communication", "imbalance"},
-               {{std::to_string(t.ranks.size()), std::to_string(t.stepsAnalysed), fmt::format("{:.2f}", t.stepMsMedian),
-                 fmt::format("{:.2f}", t.stepMsP95), fmt::format("{:.1f}", t.samplesPerSecond), pct(t.exposedCommShare),
-                 fmt::format("{:.2f}", t.imbalanceRun)}});
-    std::vector<std::string> phases;
-    for (Phase p : comm::kPhases) phases.emplace_back(comm::phaseName(p));
-    std::vector<html::Series> bars;
-    for (const auto& rank : t.ranks)
-      bars.push_back({fmt::format("rank {}", rank.rank), {rank.phaseMsMean.begin(), rank.phaseMsMean.end()}});
-    page.raw(html::stackedBars("Step phases per rank (mean ms per step)", phases, bars, "ms"));
-    std::vector<double> xs(t.matrixSteps.begin(), t.matrixSteps.end());
-    std::vector<html::Series> lines;
-    for (size_t i = 0; i < t.ranks.size(); ++i) lines.push_back({fmt::format("rank {}", t.ranks[i].rank), t.stepMatrix[i]});
-    page.raw(html::lineChart("Step time over the run", xs, lines, "step", "ms"));
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& rank : t.ranks)
-      rows.push_back({std::to_string(rank.rank), std::to_string(rank.steps), fmt::format("{:.2f}", rank.stepMsMedian),
-                      fmt::format("{:.2f}", rank.computeMsMedian), fmt::format("{:.2f}", rank.phaseMsMean[static_cast<size_t>(Phase::kData)]),
-                      fmt::format("{:.2f}", rank.phaseMsMean[static_cast<size_t>(Phase::kCommWait)]),
-                      fmt::format("{:.2f}", rank.commMsMean), pct(rank.slowestShare)});
-    page.table({"rank", "steps", "step ms", "compute ms", "data ms", "comm wait ms", "comm ms", "slowest in"}, rows);
-  }
-  if (!r.run.utilisation.empty()) {
-    // Samples of all ranks on one time axis, in half-second slots from the first sample.
-    constexpr double kSlotS = 0.5;
-    int64_t first = INT64_MAX, last = 0;
-    for (const auto& [rank, samples] : r.run.utilisation)
-      for (const auto& u : samples) {
-        first = std::min(first, u.tUnixUs);
-        last = std::max(last, u.tUnixUs);
-      }
-    const size_t slots = static_cast<size_t>((last - first) / 1e6 / kSlotS) + 1;
-    if (slots <= 20000) {
-      std::vector<double> xs;
-      for (size_t i = 0; i < slots; ++i) xs.push_back(static_cast<double>(i) * kSlotS);
-      std::vector<html::Series> cpu, gpu;
-      for (const auto& [rank, samples] : r.run.utilisation) {
-        html::Series c{fmt::format("rank {}", rank), std::vector<double>(slots, std::nan(""))}, g = c;
-        bool anyGpu = false;
-        for (const auto& u : samples) {
-          const auto slot = static_cast<size_t>(std::lround(static_cast<double>(u.tUnixUs - first) / 1e6 / kSlotS));
-          c.values[std::min(slot, slots - 1)] = u.cpuPct;
-          if (u.gpuUtilPct) {
-            g.values[std::min(slot, slots - 1)] = *u.gpuUtilPct;
-            anyGpu = true;
-          }
-        }
-        cpu.push_back(std::move(c));
-        if (anyGpu) gpu.push_back(std::move(g));
-      }
-      page.heading(2, "Utilisation");
-      if (!gpu.empty()) page.raw(html::lineChart("GPU utilisation per rank (NVML GPU-Util)", xs, gpu, "seconds", "%"));
-      page.raw(html::lineChart("CPU use per rank's processes (100 % = one core)", xs, cpu, "seconds", "%"));
-    }
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& u : r.timing.utilisation)
-      rows.push_back({std::to_string(u.rank), std::to_string(u.samples), fmt::format("{:.1f}", u.cpuPctMean),
-                      fmt::format("{:.1f}", u.rssMibMax),
-                      u.gpuUtilPctMean ? fmt::format("{:.1f}", *u.gpuUtilPctMean) : "-",
-                      u.gpuMemUsedMibMax ? fmt::format("{:.0f}", *u.gpuMemUsedMibMax) : "-"});
-    page.table({"rank", "samples", "CPU % (mean)", "RSS MiB (max)", "GPU util % (mean)", "GPU memory MiB (max)"}, rows);
-  }
-  if (r.run.nccl && !r.run.nccl->edges.empty()) {
-    const auto& n = *r.run.nccl;
-    int ranks = n.nranks.value_or(0);
-    for (const auto& [key, edge] : n.edges) ranks = std::max({ranks, edge.from + 1, edge.to + 1});
-    std::vector<std::string> labels, classes;
-    for (int i = 0; i < ranks; ++i) labels.push_back(std::to_string(i));
-    std::vector<std::vector<std::string>> cells(ranks, std::vector<std::string>(ranks));
-    for (const auto& [key, edge] : n.edges) {
-      std::string name(transportClassName(edge.transport));
-      auto& cell = cells[edge.from][edge.to];
-      cell = cell.empty() ? name : cell + "+" + name;
-      if (std::find(classes.begin(), classes.end(), cell) == classes.end()) classes.push_back(cell);
-    }
-    page.heading(2, "Transports between ranks");
-    page.raw(html::grid("NCCL transport, rank (row) to rank (column)", labels, cells, classes));
-  }
-  if (!r.run.bench.empty()) {
-    std::map<std::string, std::map<int64_t, double>> curves;  // "op backend np" -> bytes -> busbw
-    for (const auto& b : r.run.bench) {
-      auto& v = curves[fmt::format("{} {} np{}", b.op, b.backend, b.nranks)][b.bytes];
-      v = std::max(v, b.busbwGbps);
-    }
-    std::set<int64_t> sizes;
-    for (const auto& [name, curve] : curves)
-      for (const auto& [bytes, bw] : curve) sizes.insert(bytes);
-    std::vector<double> xs(sizes.begin(), sizes.end());
-    std::vector<html::Series> series;
-    for (const auto& [name, curve] : curves) {
-      html::Series s{name, {}};
-      for (auto bytes : sizes) s.values.push_back(curve.count(bytes) ? curve.at(bytes) : std::nan(""));
-      series.push_back(std::move(s));
-    }
-    page.heading(2, "ddpbench bus bandwidth");
-    page.raw(html::lineChart("busbw by message size", xs, series, "bytes", "GB/s", true));
-  }
-  if (r.run.nccl) page.raw("<h2>NCCL</h2><pre>" + html::escape(renderNcclSummary(*r.run.nccl)) + "</pre>\n");
-  if (!r.run.problems.empty()) {
-    page.heading(2, "Problems reading the run directory");
-    for (const auto& p : r.run.problems) page.paragraph(p);
-  }
-  return page.finish();
-}
-
 json scalingJson(const Scaling& s) {
   json points = json::array();
   for (const auto& p : s.points)
     points.push_back({{"run_dir", p.dir}, {"ranks", p.worldSize}, {"step_ms", p.stepMs},
                       {"samples_per_s", p.samplesPerSecond}, {"ideal_step_ms", p.idealStepMs},
                       {"ideal_samples_per_s", p.idealSamplesPerSecond}, {"efficiency", p.efficiency}});
-  return {{"kind", s.kind}, {"points", points}};
+  return {{"kind", scalingKindName(s.kind)}, {"points", points}};
 }
 
 std::string renderScalingText(const Scaling& s) {
-  std::string out = fmt::format("{} scaling ({})\n", s.kind,
-                                s.kind == "weak" ? "same batch per rank: ideal step time stays constant"
+  std::string out = fmt::format("{} scaling ({})\n", scalingKindName(s.kind),
+                                s.kind == ScalingKind::kWeak ? "same batch per rank: ideal step time stays constant"
                                                  : "same global batch: ideal step time falls as 1/ranks");
   out += fmt::format("{:>6} {:>10} {:>10} {:>12} {:>12} {:>10}  {}\n", "ranks", "step_ms", "ideal_ms", "samples/s",
                      "ideal", "efficiency", "run");
   for (const auto& p : s.points)
     out += fmt::format("{:>6} {:>10.2f} {:>10.2f} {:>12.1f} {:>12.1f} {:>10}  {}\n", p.worldSize, p.stepMs, p.idealStepMs,
-                       p.samplesPerSecond, p.idealSamplesPerSecond, pct(p.efficiency), p.dir);
+                       p.samplesPerSecond, p.idealSamplesPerSecond, percent(p.efficiency), p.dir);
   return out;
 }
 
 std::string renderScalingHtml(const Scaling& s) {
   html::Page page("ddprof scaling");
-  page.heading(1, s.kind + " scaling");
+  page.heading(1, std::string(scalingKindName(s.kind)) + " scaling");
   std::vector<double> xs;
   html::Series measured{"measured", {}}, ideal{"ideal", {}};
   std::vector<std::vector<std::string>> rows;
@@ -300,7 +177,7 @@ std::string renderScalingHtml(const Scaling& s) {
     ideal.values.push_back(p.idealSamplesPerSecond);
     rows.push_back({std::to_string(p.worldSize), fmt::format("{:.2f}", p.stepMs), fmt::format("{:.2f}", p.idealStepMs),
                     fmt::format("{:.1f}", p.samplesPerSecond), fmt::format("{:.1f}", p.idealSamplesPerSecond),
-                    pct(p.efficiency), p.dir});
+                    percent(p.efficiency), p.dir});
   }
   page.raw(html::lineChart("Throughput against ideal", xs, {measured, ideal}, "ranks", "samples/s", false, {"ideal"}));
   page.table({"ranks", "step ms", "ideal ms", "samples/s", "ideal", "efficiency", "run"}, rows);
@@ -308,6 +185,7 @@ std::string renderScalingHtml(const Scaling& s) {
 }
 
 RenderedReport reportRun(const std::string& dir, bool write) {
+  const RunLayout layout(dir);
   auto run = loadRun(dir);
   auto timing = analyseTimings(run);
   auto findings = diagnose(run, timing);
@@ -315,11 +193,11 @@ RenderedReport reportRun(const std::string& dir, bool write) {
   RenderedReport out{renderReportText(report), ddp::jsonText(reportJson(report), 2) + "\n", renderReportMarkdown(report),
                      renderReportHtml(report), run.problems, timing.stepsAnalysed > 0 || run.nccl || !run.exits.empty()};
   if (write) {
-    ddp::writeFileAtomically(dir + "/report.txt", out.text);
-    ddp::writeFileAtomically(dir + "/report.json", out.json);
-    ddp::writeFileAtomically(dir + "/report.md", out.markdown);
-    ddp::writeFileAtomically(dir + "/report.html", out.html);
-    if (!run.timings.empty()) ddp::writeFileAtomically(dir + "/trace.json", ddp::jsonText(traceJson(run)) + "\n");
+    writeFileAtomically(layout.report(ReportFile::kText), out.text);
+    writeFileAtomically(layout.report(ReportFile::kJson), out.json);
+    writeFileAtomically(layout.report(ReportFile::kMarkdown), out.markdown);
+    writeFileAtomically(layout.report(ReportFile::kHtml), out.html);
+    if (!run.timings.empty()) writeFileAtomically(layout.report(ReportFile::kTrace), jsonText(traceJson(run)) + "\n");
   }
   return out;
 }

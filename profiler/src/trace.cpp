@@ -7,7 +7,6 @@
 namespace ddp::profiler {
 namespace {
 
-using comm::Phase;
 using nlohmann::json;
 
 constexpr int kStepLane = 0, kPhaseLane = 1, kFirstBucketLane = 2, kOtherCollectivesLane = 1000;
@@ -20,7 +19,7 @@ std::map<int, std::string> rankHosts(const RunData& run) {
 }
 
 // (step, bucket) -> [start, end] of that gradient bucket's collective, in wall-clock microseconds.
-std::map<std::pair<int64_t, int>, std::pair<double, double>> bucketSpans(const std::vector<comm::StepRecord>& records) {
+std::map<std::pair<int64_t, int>, std::pair<double, double>> bucketSpans(const std::vector<StepRecord>& records) {
   std::map<std::pair<int64_t, int>, std::pair<double, double>> out;
   for (const auto& r : records)
     for (const auto& c : r.collectives)
@@ -98,10 +97,10 @@ json traceJson(const RunData& run) {
                         {"tid", kStepLane}, {"ts", start}, {"dur", r.stepMs * 1e3}, {"args", args}});
       // Phases are recorded as durations: they are laid end to end, in their order, from the step's start.
       double at = start;
-      for (Phase p : comm::kPhases) {
-        const double dur = r.phaseMs(p) * 1e3;
+      for (Phase p : kPhases) {
+        const double dur = r.phasesMs[p] * 1e3;
         if (dur <= 0) continue;
-        events.push_back({{"ph", "X"}, {"name", std::string(comm::phaseName(p))}, {"cat", "phase"}, {"pid", rank},
+        events.push_back({{"ph", "X"}, {"name", std::string(phaseName(p))}, {"cat", "phase"}, {"pid", rank},
                           {"tid", kPhaseLane}, {"ts", at}, {"dur", dur}, {"args", {{"step", r.step}}}});
         at += dur;
       }
@@ -110,8 +109,8 @@ json traceJson(const RunData& run) {
         if (c.bucket >= 0) buckets.insert(c.bucket);
         else others = true;
         events.push_back({{"ph", "X"},
-                          {"name", c.bucket >= 0 ? fmt::format("{} bucket {}", comm::collectiveOpName(c.op), c.bucket)
-                                                 : std::string(comm::collectiveOpName(c.op))},
+                          {"name", c.bucket >= 0 ? fmt::format("{} bucket {}", collectiveOpName(c.op), c.bucket)
+                                                 : std::string(collectiveOpName(c.op))},
                           {"cat", "collective"}, {"pid", rank}, {"tid", lane}, {"ts", ts(static_cast<double>(c.startUnixUs))},
                           {"dur", c.durationMs * 1e3}, {"args", {{"step", r.step}, {"bytes", c.bytes}}}});
       }

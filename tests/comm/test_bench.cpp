@@ -1,7 +1,7 @@
 #include "ddp/comm/bench/collectives.hpp"
 #include "ddp/comm/bench/engine.hpp"
 #include "ddp/comm/bench/report.hpp"
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <catch2/catch.hpp>
 

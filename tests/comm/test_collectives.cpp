@@ -3,9 +3,9 @@
 // same cases in the same order; checks are CHECKs so no rank leaves a collective early.
 
 #define CATCH_CONFIG_RUNNER
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/registry.hpp"
-#include "common/backend_session.hpp"
+#include "support/backend_session.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,11 +1,12 @@
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/net.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/net.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/config.hpp"
 
 #include <catch2/catch.hpp>
 
 using namespace ddp::comm;
+using namespace ddp::net;
 using Catch::Matchers::Contains;
 
 TEST_CASE("the registry lists the backends of this build", "[comm][registry]") {

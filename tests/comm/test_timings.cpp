@@ -1,8 +1,9 @@
-// The timings record, the step timer and the bucket assignment.
+// The step timer and the bucket assignment.
 #include "ddp/comm/buckets.hpp"
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/step_timer.hpp"
-#include "ddp/comm/timings.hpp"
+#include "ddp/common/run_layout.hpp"
+#include "ddp/common/step_record.hpp"
 
 #include <catch2/catch.hpp>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+using namespace ddp;
 using namespace ddp::comm;
 namespace fs = std::filesystem;
 
@@ -31,70 +33,9 @@ std::vector<std::string> lines(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("a step record survives formatting and parsing", "[comm][timings]") {
-  StepRecord r;
-  r.rank = 3;
-  r.worldSize = 8;
-  r.step = 41;
-  r.startUnixUs = 1764450000123456;
-  r.samples = 64;
-  r.stepMs = 12.5;
-  r.phaseMs(Phase::kData) = 0.5;
-  r.phaseMs(Phase::kCommWait) = 1.25;
-  r.collectives.push_back({CollectiveOp::kAllreduce, 2, 1 << 20, r.startUnixUs + 9000, 0.75});
-  r.collectives.push_back({CollectiveOp::kBroadcast, -1, 64, r.startUnixUs + 10, 0.01});
-  r.loss = 2.25;
-  auto line = formatStepRecord(r);
-  CHECK(line.find('\n') == std::string::npos);
-  CHECK(line.find("\"comm_wait\":1.25") != std::string::npos);
-  auto back = parseStepRecord(line);
-  CHECK(back.rank == 3);
-  CHECK(back.worldSize == 8);
-  CHECK(back.step == 41);
-  CHECK(back.startUnixUs == r.startUnixUs);
-  CHECK(back.samples == 64);
-  CHECK(back.stepMs == 12.5);
-  CHECK(back.phasesMs == r.phasesMs);
-  REQUIRE(back.collectives.size() == 2);
-  CHECK(back.collectives[0].op == CollectiveOp::kAllreduce);
-  CHECK(back.collectives[0].bucket == 2);
-  CHECK(back.collectives[0].bytes == (1u << 20));
-  CHECK(back.collectives[1].bucket == -1);
-  CHECK(back.loss == 2.25);
-}
-
-TEST_CASE("a record from another writer: missing phases are zero, extra keys ignored", "[comm][timings]") {
-  auto r = parseStepRecord(R"({"schema":1,"rank":0,"step":0,"start_unix_us":5,"samples":8,)"
-                           R"("step_ms":3,"phases_ms":{"forward":1},"host":"a"})");
-  CHECK(r.phaseMs(Phase::kForward) == 1);
-  CHECK(r.phaseMs(Phase::kBackward) == 0);
-  CHECK(r.collectives.empty());
-  CHECK_FALSE(r.loss);
-}
-
-TEST_CASE("malformed records say which field is wrong", "[comm][timings]") {
-  const std::string ok = R"("rank":0,"step":1,"start_unix_us":5,"samples":8,"step_ms":3,"phases_ms":{})";
-  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok.substr(0, ok.size() - 15) + "}"),
-                    Catch::Contains("missing field \"phases_ms\""));
-  CHECK_THROWS_WITH(parseStepRecord(R"({"schema":2,)" + ok + "}"), Catch::Contains("schema version 2"));
-  CHECK_THROWS_WITH(parseStepRecord(R"({"schema":1,"rank":"0",)" + ok.substr(9) + "}"),
-                    Catch::Contains("field \"rank\" must be an integer"));
-  CHECK_THROWS_WITH(parseStepRecord(R"({"schema":1,"rank":-1,)" + ok.substr(9) + "}"),
-                    Catch::Contains("\"rank\" is -1"));
-  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok.substr(0, ok.size() - 2) + "{\"data\":-1}}"),
-                    Catch::Contains("\"data\" must be a duration"));
-  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok + R"(,"collectives":[{"op":"gather","bytes":1,"start_unix_us":1,"duration_ms":1}]})"),
-                    Catch::Contains("unknown collective op \"gather\""));
-  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1,"), Catch::Contains("not JSON"));
-  CHECK_THROWS_AS(parseStepRecord("[1]"), ddp::ConfigError);
-  // Found by fuzz_timings: a number JSON cannot hold is a bad line, not an escaping exception.
-  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok + ",\"x\":1e999}"), Catch::Contains("not JSON") && Catch::Contains("number overflow"));
-}
-
 TEST_CASE("the timer writes one line per step with phases within the step", "[comm][timings]") {
   auto dir = tempDir();
-  auto path = timingsPath(dir.string(), 7);
-  CHECK(path == (dir / "timings" / "rank-00007.jsonl").string());
+  auto path = ddp::RunLayout(dir.string()).timings(7);
   {
     StepTimerOptions options;
     options.path = path;
@@ -112,8 +53,8 @@ TEST_CASE("the timer writes one line per step with phases within the step", "[co
       auto start = StepTimer::Clock::now();
       std::thread([&] { timer.recordCollective(CollectiveOp::kAllreduce, 0, 1024, start, std::chrono::microseconds(500)); }).join();
       const auto& record = timer.endStep();
-      CHECK(record.phaseMs(Phase::kData) >= 2);
-      CHECK(record.phaseMs(Phase::kForward) >= 1);
+      CHECK(record.phasesMs[Phase::kData] >= 2);
+      CHECK(record.phasesMs[Phase::kForward] >= 1);
       double sum = 0;
       for (double ms : record.phasesMs) sum += ms;
       CHECK(sum <= record.stepMs);

@@ -1,4 +1,4 @@
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/sizes.hpp"
 #include "ddp/comm/types.hpp"
 

@@ -1,4 +1,4 @@
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/world.hpp"
 
 #include <catch2/catch.hpp>

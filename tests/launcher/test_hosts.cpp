@@ -1,6 +1,6 @@
 // Hosts and slots: -H lists, hostfiles (good and bad), Slurm allocations.
 #define CATCH_CONFIG_MAIN
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/launcher/hosts.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // makeLaunchPlan: hosts from every source, root and non-root, oversubscription, the rank
 // environment, profiling, exports and quoting — without spawning anything.
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/launcher/plan.hpp"
 
 #include <catch2/catch.hpp>
@@ -49,7 +49,7 @@ TEST_CASE("a local run: every core, loopback rendezvous, default run directory",
   CHECK(contains(plan.argv, {"mpirun", "-np", "2", "--host", "box:2"}));
   CHECK(contains(plan.argv, {"--bind-to", "none"}));
   CHECK(contains(plan.argv, {"-x", "MASTER_ADDR"}));
-  CHECK(contains(plan.argv, {"/usr/bin/ddprun", "--worker", "--", "./train", "--steps", "5"}));
+  CHECK(contains(plan.argv, {"/usr/bin/ddprun", "worker", "--", "./train", "--steps", "5"}));
   CHECK(std::find(plan.argv.begin(), plan.argv.end(), "--oversubscribe") == plan.argv.end());
 }
 

@@ -10,19 +10,25 @@
 #include <fstream>
 
 using ddp::launcher::ProgressMeter;
+using ddp::Phase;
+
+namespace {
+ddp::StepProgress at(long long step, std::optional<Phase> phase) { return {step, phase}; }
+constexpr std::optional<Phase> kDone = std::nullopt;
+}  // namespace
 
 TEST_CASE("live progress: steps/s, ETA and the rank the others wait for", "[launcher][progress]") {
   ProgressMeter meter(3, 100);
-  meter.update(0, 0, "forward", 0.0);
-  meter.update(1, 0, "forward", 0.0);
+  meter.update(0, at(0, Phase::kForward), 0.0);
+  meter.update(1, at(0, Phase::kForward), 0.0);
   CHECK_FALSE(meter.line(0.5).has_value());  // rank 2 has not reported yet
   // 10 steps per second; rank 2 is always still in backward when 0 and 1 reach comm_wait.
   for (int step = 0; step < 40; ++step) {
     const double t = step * 0.1;
-    meter.update(2, step, "backward", t);
-    meter.update(0, step, "comm_wait", t + 0.01);
-    meter.update(1, step, "comm_wait", t + 0.02);
-    for (int r : {2, 0, 1}) meter.update(r, step, "done", t + 0.05);
+    meter.update(2, at(step, Phase::kBackward), t);
+    meter.update(0, at(step, Phase::kCommWait), t + 0.01);
+    meter.update(1, at(step, Phase::kCommWait), t + 0.02);
+    for (int r : {2, 0, 1}) meter.update(r, at(step, kDone), t + 0.05);
   }
   auto line = meter.line(3.95);
   REQUIRE(line);
@@ -30,8 +36,8 @@ TEST_CASE("live progress: steps/s, ETA and the rank the others wait for", "[laun
   // 99 %: in step 0 rank 1 was still in forward when rank 0 first waited.
   CHECK_THAT(*line, Catch::EndsWith("the others wait most for rank 2 (99 % of waits)"));
   ProgressMeter open(1, std::nullopt);
-  open.update(0, 0, "done", 0);
-  open.update(0, 9, "done", 1.0);
+  open.update(0, at(0, kDone), 0);
+  open.update(0, at(9, kDone), 1.0);
   CHECK(*open.line(1.0) == "step 10, 9.0 steps/s");
 }
 

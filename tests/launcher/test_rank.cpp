@@ -1,14 +1,18 @@
-// The rank contract, the exit records, the culprit rule, the secret filter and the control
-// messages (launcher/include/ddp/launcher/rank.hpp).
-#include "ddp/comm/error.hpp"
+// The rank contract, the culprit rule, the secret filter and the process runner
+// (launcher/include/ddp/launcher/rank.hpp, process.hpp).
+#include "ddp/common/error.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
+#include "support/run_records.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <csignal>
 
 using namespace ddp::launcher;
+using ddp::ExitStatus;
+using ddp::RankExitRecord;
+using ddp::signalName;
 using Vars = std::map<std::string, std::string, std::less<>>;
 
 TEST_CASE("rank identity from Open MPI, Slurm or torchrun variables", "[launcher][rank]") {
@@ -76,19 +80,9 @@ TEST_CASE("output modes", "[launcher][rank]") {
     CHECK_THROWS_AS(parseOutputMode(bad, "--output"), ddp::ConfigError);
 }
 
-TEST_CASE("exit records round-trip and name the culprit: the earliest to fail on its own", "[launcher][rank]") {
-  auto record = [](int rank, std::optional<int> code, std::optional<int> sig, int64_t end, bool stopped) {
-    RankRecord r;
-    r.rank = rank;
-    r.host = "h";
-    r.exitCode = code;
-    r.signal = sig;
-    r.endUnixUs = end;
-    r.stopRequested = stopped;
-    r.started = true;
-    return r;
-  };
-  std::vector<RankRecord> records{record(0, std::nullopt, SIGTERM, 900, true),  // stopped: collateral
+TEST_CASE("the culprit: the earliest to fail on its own", "[launcher][rank]") {
+  const auto record = ddp::test::endedAt;
+  std::vector<RankExitRecord> records{record(0, std::nullopt, SIGTERM, 900, true),  // stopped: collateral
                                   record(1, 0, std::nullopt, 100, false),
                                   record(2, 7, std::nullopt, 500, false),      // the first failure
                                   record(3, 1, std::nullopt, 600, false)};     // failed later on its own
@@ -98,19 +92,6 @@ TEST_CASE("exit records round-trip and name the culprit: the earliest to fail on
   CHECK(findCulprit(records) == 3);
   CHECK_FALSE(findCulprit({record(0, 0, std::nullopt, 1, false), record(1, std::nullopt, SIGTERM, 2, true)}));
 
-  auto r = record(2, std::nullopt, SIGKILL, 500, false);
-  r.status = "culprit";
-  r.peakRssKb = 1234;
-  auto back = rankRecordFromJson(toJson(r), "x");
-  CHECK(back.rank == 2);
-  CHECK(back.signal == SIGKILL);
-  CHECK_FALSE(back.exitCode);
-  CHECK(back.peakRssKb == 1234);
-  CHECK(back.status == "culprit");
-  CHECK(toJson(r)["culprit"] == true);
-  CHECK_THROWS_WITH(rankRecordFromJson(nlohmann::json::parse(R"({"host":"h"})"), "ranks/x.exit.json"),
-                    Catch::Contains("ranks/x.exit.json"));
-  CHECK(rankFile("/run", 12, ".log") == "/run/ranks/rank-00012.log");
 }
 
 TEST_CASE("nothing that looks like a secret is kept", "[launcher][rank]") {
@@ -121,18 +102,6 @@ TEST_CASE("nothing that looks like a secret is kept", "[launcher][rank]") {
   auto kept = withoutSecrets(Vars{{"PATH", "/bin"}, {"HF_TOKEN", "hf_x"}});
   CHECK(kept.size() == 1);
   CHECK(kept.count("PATH") == 1);
-}
-
-TEST_CASE("control messages", "[launcher][rank]") {
-  auto hello = parseHello(formatHello({"t0k", 3, 4242, "node-1"}));
-  REQUIRE(hello);
-  CHECK(hello->token == "t0k");
-  CHECK(hello->rank == 3);
-  CHECK(hello->pid == 4242);
-  CHECK(hello->host == "node-1");
-  CHECK_FALSE(parseHello("hello t0k"));
-  CHECK_FALSE(parseHello("exit {}"));
-  CHECK_FALSE(parseHello("hello t -1 5 h"));
 }
 
 TEST_CASE("exit statuses as a shell reports them", "[launcher][process]") {

@@ -1,6 +1,7 @@
 // Timing analyses and diagnosis on constructed runs with known answers, and the run loader on
 // bad input.
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
+#include "support/run_records.hpp"
 #include "ddp/profiler/analysis.hpp"
 #include "ddp/profiler/report.hpp"
 
@@ -12,8 +13,9 @@
 #include <fstream>
 
 using namespace ddp::profiler;
-using ddp::comm::Phase;
-using ddp::comm::StepRecord;
+using ddp::Phase;
+using ddp::StepRecord;
+using ddp::test::exitOf;
 
 namespace {
 
@@ -41,14 +43,14 @@ RunData makeRun(int ranks, int steps, int64_t samples, const std::function<RankS
       rec.step = step;
       rec.startUnixUs = 1'000'000 + step * 100'000;
       rec.samples = samples;
-      rec.phaseMs(Phase::kData) = s.data;
-      rec.phaseMs(Phase::kForward) = s.forward;
-      rec.phaseMs(Phase::kBackward) = s.backward;
-      rec.phaseMs(Phase::kOptimizer) = s.optimizer;
-      rec.phaseMs(Phase::kCommWait) = s.commWait + (slowest - (s.data + s.forward + s.backward));
-      rec.stepMs = s.data + s.forward + s.backward + s.optimizer + rec.phaseMs(Phase::kCommWait) + 0.1;
-      rec.collectives.push_back({ddp::comm::CollectiveOp::kAllreduce, 0, 1 << 20,
-                                 rec.startUnixUs + 5000, rec.phaseMs(Phase::kCommWait) + 1.0});
+      rec.phasesMs[Phase::kData] = s.data;
+      rec.phasesMs[Phase::kForward] = s.forward;
+      rec.phasesMs[Phase::kBackward] = s.backward;
+      rec.phasesMs[Phase::kOptimizer] = s.optimizer;
+      rec.phasesMs[Phase::kCommWait] = s.commWait + (slowest - (s.data + s.forward + s.backward));
+      rec.stepMs = s.data + s.forward + s.backward + s.optimizer + rec.phasesMs[Phase::kCommWait] + 0.1;
+      rec.collectives.push_back({ddp::CollectiveOp::kAllreduce, 0, 1 << 20,
+                                 rec.startUnixUs + 5000, rec.phasesMs[Phase::kCommWait] + 1.0});
       run.timings[r].push_back(rec);
     }
   }
@@ -63,13 +65,13 @@ std::string recordLine(int rank, int worldSize, int64_t step, int64_t samples, d
   r.step = step;
   r.samples = samples;
   r.stepMs = stepMs;
-  r.phaseMs(Phase::kForward) = forwardMs;
-  return ddp::comm::formatStepRecord(r);
+  r.phasesMs[Phase::kForward] = forwardMs;
+  return ddp::formatStepRecord(r);
 }
 
 bool hasFinding(const std::vector<Finding>& findings, const std::string& kind) {
   for (const auto& f : findings)
-    if (f.kind == kind) return true;
+    if (findingKindName(f.kind) == kind) return true;
   return false;
 }
 
@@ -115,7 +117,7 @@ TEST_CASE("a rank twice as slow is the straggler, the others wait for it", "[pro
   auto findings = diagnose(run, t);
   REQUIRE(hasFinding(findings, "straggler"));
   for (const auto& f : findings)
-    if (f.kind == "straggler") CHECK(f.ranks == std::vector<int>{2});
+    if (findingKindName(f.kind) == "straggler") CHECK(f.ranks == std::vector<int>{2});
   CHECK_FALSE(hasFinding(findings, "load_imbalance"));  // explained by the straggler
 }
 
@@ -123,7 +125,7 @@ TEST_CASE("a data-bound run", "[profiler][analysis]") {
   auto run = makeRun(2, 10, 16, [](int) { return RankShape{12, 3, 4, 1, 0}; });
   auto findings = diagnose(run, analyseTimings(run));
   REQUIRE(hasFinding(findings, "data_bound"));
-  CHECK(findings.front().kind == "data_bound");
+  CHECK(findingKindName(findings.front().kind) == "data_bound");
   CHECK(findings.front().severity == Severity::kCritical);  // 60 % of the step
 }
 
@@ -153,9 +155,9 @@ TEST_CASE("a missing rank and a short rank are reported", "[profiler][analysis]"
 
 TEST_CASE("failed ranks: the culprit and its signal", "[profiler][analysis]") {
   RunData run = makeRun(2, 4, 8, [](int) { return RankShape{}; });
-  run.exits = {{0, 0, std::nullopt, "a", false}, {1, std::nullopt, 9, "b", true}};
+  run.exits = {exitOf(0, 0, std::nullopt, "a", false), exitOf(1, std::nullopt, 9, "b", true)};
   auto findings = diagnose(run, analyseTimings(run));
-  REQUIRE(findings.front().kind == "rank_failed");
+  REQUIRE(findingKindName(findings.front().kind) == "rank_failed");
   CHECK(findings.front().ranks == std::vector<int>{1});
   CHECK_THAT(findings.front().fix, Catch::Contains("OOM"));
 }
@@ -183,7 +185,7 @@ TEST_CASE("scaling: perfect weak and strong scaling, and runs that are not compa
   std::vector<RunData> weak;
   for (int n : {4, 1, 2}) weak.push_back(makeRun(n, 10, 32, [](int) { return RankShape{}; }));
   auto w = analyseScaling(weak);
-  CHECK(w.kind == "weak");
+  CHECK(w.kind == ScalingKind::kWeak);
   REQUIRE(w.points.size() == 3);
   CHECK(w.points[0].worldSize == 1);
   for (const auto& p : w.points) CHECK(p.efficiency == Approx(1.0));
@@ -194,7 +196,7 @@ TEST_CASE("scaling: perfect weak and strong scaling, and runs that are not compa
     strong.push_back(makeRun(n, 10, 64 / n, [f](int) { return RankShape{1 * f, 3 * f, 5 * f, 1 * f - 0.1 * (1 - f) / f * 0, 0}; }));
   }
   auto s = analyseScaling(strong);
-  CHECK(s.kind == "strong");
+  CHECK(s.kind == ScalingKind::kStrong);
   CHECK(s.points[2].idealStepMs == Approx(s.points[0].stepMs / 4));
   CHECK(s.points[2].efficiency > 0.9);
 
@@ -268,9 +270,9 @@ TEST_CASE("a restarted run: what the restart redid, collateral ranks, hosts and 
   std::string restart, stopped;
   int failed = 0;
   for (const auto& f : findings) {
-    if (f.kind == "restart") restart = f.evidence;
-    if (f.kind == "ranks_stopped") stopped = f.evidence + " " + std::to_string(f.ranks.at(0));
-    failed += f.kind == "rank_failed";
+    if (findingKindName(f.kind) == "restart") restart = f.evidence;
+    if (findingKindName(f.kind) == "ranks_stopped") stopped = f.evidence + " " + std::to_string(f.ranks.at(0));
+    failed += findingKindName(f.kind) == "rank_failed";
   }
   CHECK(failed == 1);  // the culprit only; rank 0 was stopped because of it
   CHECK_THAT(stopped, Catch::Contains("1 rank(s) were stopped") && Catch::EndsWith(" 0"));
@@ -283,8 +285,8 @@ TEST_CASE("utilisation: GPUs idle while their rank waits, and fake-busy GPUs", "
   // Both ranks wait 5 of 15 ms for communication (comm_wait) and 1 ms for data.
   auto run = makeRun(2, 10, 8, [](int) { return RankShape{1, 3, 5, 1, 5}; });
   for (int i = 0; i < 6; ++i) {
-    run.utilisation[0].push_back({1'000'000 + i * 500'000, 80, 100, 20.0, 10.0, 900.0});  // idle GPU
-    run.utilisation[1].push_back({1'000'000 + i * 500'000, 95, 100, 97.0, 60.0, 900.0});  // "busy" GPU
+    run.utilisation[0].push_back(ddp::test::sampleAt(1'000'000 + i * 500'000, 80, 100, 20.0, 10.0, 900.0));  // idle GPU
+    run.utilisation[1].push_back(ddp::test::sampleAt(1'000'000 + i * 500'000, 95, 100, 97.0, 60.0, 900.0));  // "busy" GPU
   }
   const auto u = analyseUtilisation(run);
   REQUIRE(u.size() == 2);
@@ -294,13 +296,13 @@ TEST_CASE("utilisation: GPUs idle while their rank waits, and fake-busy GPUs", "
   auto findings = diagnose(run, analyseTimings(run));
   std::string idle, fake;
   for (const auto& f : findings) {
-    if (f.kind == "gpu_idle") idle = f.evidence + " " + std::to_string(f.ranks.at(0));
-    if (f.kind == "gpu_fake_busy") fake = f.evidence + " " + std::to_string(f.ranks.at(0));
+    if (findingKindName(f.kind) == "gpu_idle") idle = f.evidence + " " + std::to_string(f.ranks.at(0));
+    if (findingKindName(f.kind) == "gpu_fake_busy") fake = f.evidence + " " + std::to_string(f.ranks.at(0));
   }
   CHECK_THAT(idle, Catch::StartsWith("rank 0's GPU was busy 20 % of the time") && Catch::EndsWith(" 0"));
   CHECK_THAT(fake, Catch::StartsWith("rank 1's GPU shows 97 % utilisation") && Catch::EndsWith(" 1"));
   // CPU-only samples: no GPU finding.
   for (auto& [rank, samples] : run.utilisation)
     for (auto& s : samples) s.gpuUtilPct.reset();
-  for (const auto& f : diagnose(run, analyseTimings(run))) CHECK(f.kind.rfind("gpu_", 0) == std::string::npos);
+  for (const auto& f : diagnose(run, analyseTimings(run))) CHECK(findingKindName(f.kind).rfind("gpu_", 0) == std::string::npos);
 }

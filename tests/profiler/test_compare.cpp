@@ -1,6 +1,7 @@
 // The instance decoder, `ddprof compare` on runs with known timings and prices, trace.json and
 // the HTML renderers, on constructed runs with known answers.
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
+#include "support/run_records.hpp"
 #include "ddp/profiler/compare.hpp"
 #include "ddp/profiler/report.hpp"
 #include "ddp/profiler/trace.hpp"
@@ -9,8 +10,9 @@
 #include <fmt/format.h>
 
 using namespace ddp::profiler;
-using ddp::comm::Phase;
-using ddp::comm::StepRecord;
+using ddp::Phase;
+using ddp::StepRecord;
+using ddp::test::exitOf;
 
 namespace {
 
@@ -29,7 +31,7 @@ RunData makeJob(const std::string& dir, int ranks, int hosts, double stepMs, dou
     const int host = r * hosts / ranks;
     const std::string name = fmt::format("h{}", host);
     run.hosts.insert(name);
-    run.exits.push_back({r, 0, std::nullopt, name, false, false});
+    run.exits.push_back(exitOf(r, 0, std::nullopt, name, false));
     for (int step = 0; step < steps; ++step) {
       StepRecord rec;
       rec.rank = r;
@@ -39,13 +41,13 @@ RunData makeJob(const std::string& dir, int ranks, int hosts, double stepMs, dou
       rec.startUnixUs = static_cast<int64_t>(trueStart + skewUs[static_cast<size_t>(host)]);
       rec.samples = samples;
       rec.stepMs = stepMs;
-      rec.phaseMs(Phase::kForward) = (stepMs - commWaitMs) / 2;
-      rec.phaseMs(Phase::kBackward) = (stepMs - commWaitMs) / 2;
-      rec.phaseMs(Phase::kCommWait) = commWaitMs;
+      rec.phasesMs[Phase::kForward] = (stepMs - commWaitMs) / 2;
+      rec.phasesMs[Phase::kBackward] = (stepMs - commWaitMs) / 2;
+      rec.phasesMs[Phase::kCommWait] = commWaitMs;
       for (int b = 0; b < 2; ++b) {
         const double start = trueStart + (b + 1) * stepMs * 200 + 20.0 * r;  // ranks start 20 us apart
         const double end = trueStart + (b + 1) * stepMs * 200 + 500;           // all end together
-        rec.collectives.push_back({ddp::comm::CollectiveOp::kAllreduce, b, 1 << 20,
+        rec.collectives.push_back({ddp::CollectiveOp::kAllreduce, b, 1 << 20,
                                    static_cast<int64_t>(start + skewUs[static_cast<size_t>(host)]), (end - start) / 1e3});
       }
       run.timings[r].push_back(rec);
@@ -126,7 +128,7 @@ TEST_CASE("compare: different jobs are refused, missing parts are said", "[profi
   CHECK_THROWS_WITH(compareRuns(a, b, {}), Catch::Contains("different jobs") && Catch::Contains("other_prog"));
   RunData empty;
   empty.dir = "runs/empty";
-  empty.exits = {{0, 1, std::nullopt, "h", false, false}};
+  empty.exits = {exitOf(0, 1, std::nullopt, "h", false)};
   auto c = compareRuns(a, empty, {});
   CHECK_FALSE(c.b.timed);
   CHECK_THAT(renderCompareText(c), Catch::Contains("missing in empty: no step timings"));

@@ -1,10 +1,9 @@
-// The real excerpts of ../shared/fixtures/nccl-logs (DDP_NCCL_FIXTURES), checked for the facts
-// their README lists. Hidden from the default run ([.]); CTest runs them as profiler.nccl_fixtures.
+// The NCCL logs derived from real excerpts in public issues (tests/data/nccl-logs, copied from
+// ../shared/fixtures/nccl-logs with its README), checked for the facts their README lists.
 #include "ddp/profiler/nccl_facts.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <filesystem>
 
 using namespace ddp::profiler;
@@ -12,11 +11,7 @@ using Strings = std::set<std::string>;
 
 namespace {
 
-NcclFacts fixture(const std::string& name) {
-  const char* dir = std::getenv("DDP_NCCL_FIXTURES");
-  REQUIRE(dir != nullptr);
-  return readNcclLogs({std::string(dir) + "/" + name});
-}
+NcclFacts fixture(const std::string& name) { return readNcclLogs({std::string(DDP_TEST_DATA_DIR) + "/nccl-logs/" + name}); }
 
 bool hasEdge(const NcclFacts& f, int from, int to, TransportClass t) {
   return f.edges.count({from, to, static_cast<int>(t)}) == 1;
@@ -24,7 +19,7 @@ bool hasEdge(const NcclFacts& f, int from, int to, TransportClass t) {
 
 }  // namespace
 
-TEST_CASE("01 NCCL 2.3.7: legacy init lines, Socket on ib0, 8 ranks", "[.][fixtures]") {
+TEST_CASE("01 NCCL 2.3.7: legacy init lines, Socket on ib0, 8 ranks", "[profiler][fixtures]") {
   auto f = fixture("01-nccl207-v2.3.7-ib0-socket-8ranks.log");
   CHECK(f.ncclVersion == "2.3.7");
   CHECK(f.cudaVersion == "9.0");
@@ -35,7 +30,7 @@ TEST_CASE("01 NCCL 2.3.7: legacy init lines, Socket on ib0, 8 ranks", "[.][fixtu
   CHECK_FALSE(f.hasWarn());
 }
 
-TEST_CASE("02 NCCL 2.4.7: empty host field, old ring edges over NET/IB, env settings", "[.][fixtures]") {
+TEST_CASE("02 NCCL 2.4.7: empty host field, old ring edges over NET/IB, env settings", "[profiler][fixtures]") {
   auto f = fixture("02-tensorflow34375-v2.4.7-empty-hostname-ring-net-ib.log");
   CHECK(f.ncclVersion == "2.4.7");
   CHECK_FALSE(f.cudaVersion);
@@ -48,7 +43,7 @@ TEST_CASE("02 NCCL 2.4.7: empty host field, old ring edges over NET/IB, env sett
   CHECK(f.network == "IB");
 }
 
-TEST_CASE("03 Socket after NET/IB : No device found, connection timeouts", "[.][fixtures]") {
+TEST_CASE("03 Socket after NET/IB : No device found, connection timeouts", "[profiler][fixtures]") {
   auto f = fixture("03-oneflow3586-socket-connect-timed-out.log");
   CHECK_FALSE(f.ncclVersion);
   CHECK(f.network == "Socket");
@@ -59,14 +54,14 @@ TEST_CASE("03 Socket after NET/IB : No device found, connection timeouts", "[.][
   CHECK(f.hosts == Strings{"node-a"});
 }
 
-TEST_CASE("04 4 hosts x 8 GPUs, legacy P2P/IPC ring edges", "[.][fixtures]") {
+TEST_CASE("04 4 hosts x 8 GPUs, legacy P2P/IPC ring edges", "[profiler][fixtures]") {
   auto f = fixture("04-nccltests29-4x8-ring-p2p-ipc.log");
   CHECK(f.transports == std::set<TransportClass>{TransportClass::kP2P});
   CHECK(f.hosts == Strings{"node-a", "node-b", "node-c", "node-d"});
   CHECK(hasEdge(f, 26, 24, TransportClass::kP2P));
 }
 
-TEST_CASE("05 NCCL 2.2.13: INFO/WARN without the NCCL tag, connect timeout, -> 2 trail", "[.][fixtures]") {
+TEST_CASE("05 NCCL 2.2.13: INFO/WARN without the NCCL tag, connect timeout, -> 2 trail", "[profiler][fixtures]") {
   auto f = fixture("05-nccltests15-v2.2.13-legacy-INFO-no-NCCL-tag-timeout.log");
   CHECK(f.ncclVersion == "2.2.13");
   CHECK(f.nranks == 2);
@@ -80,7 +75,7 @@ TEST_CASE("05 NCCL 2.2.13: INFO/WARN without the NCCL tag, connect timeout, -> 2
   CHECK(f.returnCodes.count(2) == 1);
 }
 
-TEST_CASE("06 SHM/direct/direct between 4 local ranks", "[.][fixtures]") {
+TEST_CASE("06 SHM/direct/direct between 4 local ranks", "[profiler][fixtures]") {
   auto f = fixture("06-nccl1609-h800-shm-direct-4ranks.log");
   CHECK(f.transports == std::set<TransportClass>{TransportClass::kShm});
   CHECK(hasEdge(f, 2, 3, TransportClass::kShm));
@@ -89,7 +84,7 @@ TEST_CASE("06 SHM/direct/direct between 4 local ranks", "[.][fixtures]") {
   CHECK_FALSE(f.hasWarn());
 }
 
-TEST_CASE("07 launcher timestamps before every line, proxy WARNs, -> 3 trails", "[.][fixtures]") {
+TEST_CASE("07 launcher timestamps before every line, proxy WARNs, -> 3 trails", "[profiler][fixtures]") {
   auto f = fixture("07-nccl1610-launcher-timestamp-prefix-proxy-warn.log");
   REQUIRE(f.warnings.size() == 3);
   CHECK(f.warnings[0].file == "proxy.cc");
@@ -99,7 +94,7 @@ TEST_CASE("07 launcher timestamps before every line, proxy WARNs, -> 3 trails", 
   CHECK(f.returnCodes.count(3) == 1);
 }
 
-TEST_CASE("08 NCCL 2.27.6 version as an INFO line, 2 hosts, driver version", "[.][fixtures]") {
+TEST_CASE("08 NCCL 2.27.6 version as an INFO line, 2 hosts, driver version", "[profiler][fixtures]") {
   auto f = fixture("08-nccl1804-v2.27.6-2node-version-as-info-line.log");
   CHECK(f.ncclVersion == "2.27.6");
   CHECK(f.cudaVersion == "12.9");
@@ -108,7 +103,7 @@ TEST_CASE("08 NCCL 2.27.6 version as an INFO line, 2 hosts, driver version", "[.
   CHECK_FALSE(f.hasWarn());
 }
 
-TEST_CASE("09 interleaved Broadcast COLL lines", "[.][fixtures]") {
+TEST_CASE("09 interleaved Broadcast COLL lines", "[profiler][fixtures]") {
   auto f = fixture("09-nccl147-interleaved-broadcast-coll-lines.log");
   CHECK(f.collOps.at("Broadcast") >= 2);
   CHECK(f.nranks == 8);
@@ -116,7 +111,7 @@ TEST_CASE("09 interleaved Broadcast COLL lines", "[.][fixtures]") {
   CHECK(f.hosts == Strings{"compute062"});
 }
 
-TEST_CASE("10 AllGather, ReduceScatter and AllReduce COLL records", "[.][fixtures]") {
+TEST_CASE("10 AllGather, ReduceScatter and AllReduce COLL records", "[profiler][fixtures]") {
   auto f = fixture("10-torchtitan1369-allgather-reducescatter-allreduce-coll.log");
   CHECK(f.collOps.count("AllGather") == 1);
   CHECK(f.collOps.count("ReduceScatter") == 1);
@@ -125,14 +120,14 @@ TEST_CASE("10 AllGather, ReduceScatter and AllReduce COLL records", "[.][fixture
   CHECK(f.hosts == Strings{"node01"});
 }
 
-TEST_CASE("11 Send/Recv records with (nil) buffers", "[.][fixtures]") {
+TEST_CASE("11 Send/Recv records with (nil) buffers", "[profiler][fixtures]") {
   auto f = fixture("11-nccl584-send-recv-coll-with-ellipsis.log");
   CHECK(f.collOps.count("Send") == 1);
   CHECK(f.collOps.count("Recv") == 1);
   CHECK(f.nranks == 2);
 }
 
-TEST_CASE("12 Init timings, colon form; Init COMPLETE for six ranks", "[.][fixtures]") {
+TEST_CASE("12 Init timings, colon form; Init COMPLETE for six ranks", "[profiler][fixtures]") {
   auto f = fixture("12-nccltests273-init-timings-colon-form-gdb-line.log");
   CHECK(f.initCompleteLines == 6);
   CHECK(f.nranks == 8);
@@ -141,7 +136,7 @@ TEST_CASE("12 Init timings, colon form; Init COMPLETE for six ranks", "[.][fixtu
   CHECK(rank2);
 }
 
-TEST_CASE("13 Init timings, dash form; NET/Socket edges on two devices", "[.][fixtures]") {
+TEST_CASE("13 Init timings, dash form; NET/Socket edges on two devices", "[profiler][fixtures]") {
   auto f = fixture("13-nccltests284-table-header-interleaved-init-timings-dash-form.log");
   CHECK(f.nranks == 2);
   CHECK(hasEdge(f, 1, 0, TransportClass::kNetSocket));
@@ -152,13 +147,13 @@ TEST_CASE("13 Init timings, dash form; NET/Socket edges on two devices", "[.][fi
   CHECK(f.hosts == Strings{"demo-master", "demo-worker"});
 }
 
-TEST_CASE("14 a bare nccl-tests table holds no NCCL line", "[.][fixtures]") {
+TEST_CASE("14 a bare nccl-tests table holds no NCCL line", "[profiler][fixtures]") {
   auto f = fixture("14-nccltests119-perf-table-tail-with-avg-busbw-footer.log");
   CHECK(f.linesRecognised == 0);
   CHECK(f.linesRead > 0);
 }
 
-TEST_CASE("15 2 hosts x 8: P2P/direct pointer inside, NET/IB/0/GDRDMA across", "[.][fixtures]") {
+TEST_CASE("15 2 hosts x 8: P2P/direct pointer inside, NET/IB/0/GDRDMA across", "[profiler][fixtures]") {
   auto f = fixture("15-nccltests133-2x8-p2p-direct-pointer-net-ib-gdrdma.log");
   CHECK(f.transports == std::set<TransportClass>{TransportClass::kNetIb, TransportClass::kP2P});
   CHECK(hasEdge(f, 13, 4, TransportClass::kNetIb));
@@ -167,7 +162,7 @@ TEST_CASE("15 2 hosts x 8: P2P/direct pointer inside, NET/IB/0/GDRDMA across", "
   CHECK(f.hosts == Strings{"hosta", "hostb"});
 }
 
-TEST_CASE("16 IB completion errors from a plugin, -> 6 trail", "[.][fixtures]") {
+TEST_CASE("16 IB completion errors from a plugin, -> 6 trail", "[profiler][fixtures]") {
   auto f = fixture("16-nccl1737-ib-plugin-completion-error-vendor-err.log");
   CHECK(f.failureKinds == std::set<FailureKind>{FailureKind::kIbCompletionError});
   REQUIRE(f.warnings.size() == 4);

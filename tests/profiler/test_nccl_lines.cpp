@@ -1,6 +1,6 @@
 // Every line shape of the NCCL field guide (../shared/nccl-log-format.md), on lines written for
 // the tests, with the parsed struct checked.
-#include "ddp/comm/json_text.hpp"
+#include "ddp/common/json_text.hpp"
 #include "ddp/profiler/nccl_facts.hpp"
 #include "ddp/profiler/nccl_line.hpp"
 

@@ -1,8 +1,9 @@
 // check_timings RUN_DIR RANKS STEPS: every rank has timings/rank-NNNNN.jsonl with one valid
 // record per step, in order, every field present, phases summing to at most the step time and
 // one allreduce per DDP bucket. Prints what is wrong (file:line) and exits 1.
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/timings.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/run_layout.hpp"
+#include "ddp/common/step_record.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +11,7 @@
 #include <iostream>
 #include <string>
 
-using namespace ddp::comm;
+using namespace ddp;
 
 int main(int argc, char** argv) {
   if (argc != 4) {
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     ++errors;
   };
   for (int rank = 0; rank < ranks; ++rank) {
-    const auto path = timingsPath(dir, rank);
+    const auto path = RunLayout(dir).timings(rank);
     std::ifstream in(path);
     if (!in) {
       fail(path, "missing");
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
         if (r.samples <= 0) fail(where, "no samples");
         if (!r.loss) fail(where, "no loss");
         if (phases > r.stepMs) fail(where, fmt::format("phases sum to {} ms > step {} ms", phases, r.stepMs));
-        if (r.phaseMs(Phase::kForward) <= 0 || r.phaseMs(Phase::kBackward) <= 0 || r.phaseMs(Phase::kOptimizer) <= 0)
+        if (r.phasesMs[Phase::kForward] <= 0 || r.phasesMs[Phase::kBackward] <= 0 || r.phasesMs[Phase::kOptimizer] <= 0)
           fail(where, "a forward, backward or optimizer phase of zero");
         size_t allreduces = 0;
         for (const auto& c : r.collectives) {

@@ -10,6 +10,8 @@
 #   real-data               MNIST and CIFAR-10 files in the standard formats, --epochs
 #   amp                     --amp on CPU: bf16 autocast
 #   timings NP              one valid timings record per step per rank in DDPRUN_RUN_DIR
+#   verify NP TRAIN_ARGS... --verify passes (exit 0, its line), and, checked outside the backend
+#                           under test, every rank's parameter dump is byte-identical to rank 0's
 set -euo pipefail
 mode=$1
 shift
@@ -74,5 +76,15 @@ case $mode in
     np=$1
     DDPRUN_RUN_DIR=$work/run $MPIRUN -x DDPRUN_RUN_DIR -np "$np" "$TRAIN" --model mlp --steps 7 --batch-size 8 --bucket-mb 0.5
     "$CHECK_TIMINGS" "$work/run" "$np" 7 ;;
+  verify)
+    np=$1
+    shift
+    out=$($MPIRUN -np "$np" "$TRAIN" --verify --dump-params "$work/params.%r" "$@")
+    echo "$out"
+    grep -q "train: verify: parameters bitwise identical on $np ranks" <<<"$out" || { echo "no verify line"; exit 1; }
+    for r in $(seq 1 $((np - 1))); do
+      cmp "$work/params.0" "$work/params.$r" || { echo "rank $r's parameters differ from rank 0's"; exit 1; }
+    done
+    echo "ok: $np parameter dumps of $(stat -c %s "$work/params.0") bytes are identical" ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -4,13 +4,14 @@
 
 #define CATCH_CONFIG_RUNNER
 #include "ddp/comm/distributed_data_parallel.hpp"
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/comm/registry.hpp"
-#include "common/backend_session.hpp"
+#include "support/backend_session.hpp"
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+using namespace ddp;
 using namespace ddp::comm;
 
 namespace {
@@ -177,7 +178,7 @@ TEST_CASE("bucket collectives are recorded into the step timer", "[ddp]") {
   }
   CHECK(allreduces == ddp.buckets().size());
   CHECK(bytes == (1000 + 7 + 15 + 64 * 33 + 1) * sizeof(float));
-  CHECK(record.phaseMs(Phase::kCommWait) > 0);  // the end of backward waited for the buckets
+  CHECK(record.phasesMs[Phase::kCommWait] > 0);  // the end of backward waited for the buckets
 }
 
 int main(int argc, char** argv) {

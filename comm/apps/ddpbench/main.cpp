@@ -3,8 +3,8 @@
 
 #include "ddp/comm/bench/engine.hpp"
 #include "ddp/comm/bench/report.hpp"
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/files.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
 #include "ddp/comm/mpi_session.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/sizes.hpp"

@@ -1,6 +1,6 @@
 #include "ddp/comm/distributed_data_parallel.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>

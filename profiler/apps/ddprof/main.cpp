@@ -3,8 +3,8 @@
 //           ddprof nccl run/nccl/*.log --json
 //           ddprof scaling runs/np1 runs/np2 runs/np4
 //           ddprof compare runs/nvlink runs/eri --price-a 30 --price-b 12 --dataset-size 1281167
-#include "ddp/comm/error.hpp"
-#include "ddp/comm/json_text.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/json_text.hpp"
 #include "ddp/profiler/compare.hpp"
 #include "ddp/profiler/report.hpp"
 

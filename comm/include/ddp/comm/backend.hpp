@@ -1,7 +1,7 @@
 #pragma once
 // The collective-communication interface every backend implements (docs/comm.md).
 
-#include "ddp/comm/environment.hpp"
+#include "ddp/common/environment.hpp"
 #include "ddp/comm/types.hpp"
 #include "ddp/comm/world.hpp"
 

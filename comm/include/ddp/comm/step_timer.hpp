@@ -2,8 +2,8 @@
 // StepTimer: measures the phases of each training step and appends one timings record per step
 // (docs/timings.md) to a buffered file.
 
-#include "ddp/comm/environment.hpp"
-#include "ddp/comm/timings.hpp"
+#include "ddp/common/environment.hpp"
+#include "ddp/common/step_record.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -23,9 +23,10 @@ struct StepTimerOptions {
   size_t bufferBytes = 64 * 1024;
   std::chrono::milliseconds flushInterval{0};
 
-  // path = $DDPRUN_RUN_DIR/timings/rank-NNNNN.jsonl when DDPRUN_RUN_DIR is set, else empty.
-  // Beside it, rank-NNNNN.progress holds "STEP PHASE" of the phase under way ("STEP done" after
-  // a step), rewritten in place at each phase (a 2-3 µs pwrite): ddprun's hang watchdog reads it.
+  // path = RunLayout($DDPRUN_RUN_DIR).timings(rank) when DDPRUN_RUN_DIR is set, else empty.
+  // Beside it, progressPathFor(path) holds "STEP PHASE" of the phase under way ("STEP done"
+  // after a step), rewritten in place at each phase (a 2-3 µs pwrite): ddprun's hang watchdog
+  // reads it.
   static StepTimerOptions fromEnvironment(const Environment& environment, int rank, int worldSize);
 };
 
@@ -71,7 +72,7 @@ class StepTimer {
 
  private:
   StepTimerOptions options_;
-  void markProgress(std::string_view what);
+  void markProgress(std::optional<Phase> phase);
   std::FILE* file_ = nullptr;
   int progressFd_ = -1;
   std::string buffer_;

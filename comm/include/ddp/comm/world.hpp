@@ -1,7 +1,7 @@
 #pragma once
 // World discovery: who am I among how many, from the launcher's environment (docs/world.md).
 
-#include "ddp/comm/environment.hpp"
+#include "ddp/common/environment.hpp"
 
 #include <optional>
 #include <string>

@@ -4,22 +4,38 @@
 // LibTorch, Open MPI, network interfaces, RDMA devices, /dev/shm, the locked-memory limit,
 // and a tiny allreduce per backend across 2 local ranks.
 
+#include <nlohmann/json.hpp>
+
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddp::launcher {
 
+enum class CheckStatus { kPass, kWarn, kFail, kInfo };
+std::string_view checkStatusName(CheckStatus status);  // "pass", "warn", "fail", "info"
+
 struct Check {
   std::string name;
-  std::string status;  // "pass", "warn", "fail" or "info"
+  CheckStatus status = CheckStatus::kInfo;
   std::string detail;
-  std::string fix;     // empty when there is nothing to do
+  std::string fix;  // empty when there is nothing to do
 };
 
 // The table as printed: one block per check, the fix indented below it.
 std::string renderChecks(const std::vector<Check>& checks);
+// [{"name", "status", "detail", "fix"}, ...]
+nlohmann::json checksJson(const std::vector<Check>& checks);
 
-// `ddprun doctor [--json] [--no-allreduce]`; exits 1 when a check failed, else 0.
-int runDoctor(const std::vector<std::string>& args);
+struct DoctorOptions {
+  bool json = false;       // --json
+  bool allreduce = true;   // --no-allreduce turns the test allreduces off
+  std::string instance;    // --instance: the instance type this machine should be
+};
+
+// Runs the checks and writes the table (or JSON) to out; 1 when a check failed, else 0.
+// ConfigError for an unknown --instance.
+int runDoctor(const DoctorOptions& options, std::ostream& out);
 
 }  // namespace ddp::launcher

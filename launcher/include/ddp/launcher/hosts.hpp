@@ -3,7 +3,7 @@
 // parsing; docs/launcher.md). Errors are ConfigErrors naming the file, the line and what was
 // expected.
 
-#include "ddp/comm/environment.hpp"
+#include "ddp/common/environment.hpp"
 
 #include <optional>
 #include <string>

@@ -1,33 +1,30 @@
 #pragma once
 // Running a launch plan (docs/launcher.md): mpirun started through ProcessRunner in a process
-// group of its own, the workers met over the control socket, the first failure found and the
-// rest torn down, run.json and the exit records written, and ddprun's exit code chosen.
+// group of its own, the workers met over the control socket (control.hpp), the first failure
+// found and the rest torn down, run.json and the exit records written, and ddprun's exit code
+// chosen. Diagnostics go to the "ddprun" logger; the profiler's report (--profile) to `out`.
 
+#include "ddp/common/run_manifest.hpp"
 #include "ddp/launcher/plan.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 namespace ddp::launcher {
 
-enum class Verbosity { kError, kWarn, kInfo, kDebug };
-// "error" | "warn" | "info" | "debug"; ConfigError otherwise.
-Verbosity parseVerbosity(const std::string& text);
-
 struct JobSettings {
   double graceSeconds = 5;            // SIGTERM to SIGKILL, for every rank
   double startTimeoutSeconds = 120;   // every rank must reach ddprun within this
   double timeoutSeconds = 0;          // --timeout: no step completed anywhere for this long = a hang (0: off)
-  Verbosity verbosity = Verbosity::kInfo;
   bool profile = false;               // run the profiler on the run directory at the end, show live progress
   std::vector<std::string> command;   // ddprun's own argv, for run.json
   std::string mpirun;                 // for the version in run.json
   int attempt = 0;                    // of --max-restarts: 0 first
   int maxRestarts = 0;
-  nlohmann::json earlierAttempts = nlohmann::json::array();  // for run.json
+  std::vector<EarlierAttempt> earlierAttempts;  // for run.json
   nlohmann::json instance;            // --instance, decoded (docs/compare.md); null when not given
 };
 
@@ -40,7 +37,9 @@ struct JobOutcome {
   std::string summary;       // "rank 2 failed: exit code 7"
 };
 
-// controlFd: the listening socket whose port is in the plan's DDPRUN_CONTROL.
-JobOutcome runJob(const LaunchPlan& plan, int controlFd, const JobSettings& settings);
+// controlFd: the listening socket whose port is in the plan's DDPRUN_CONTROL. The report of a
+// profiled run goes to `out`; the live progress line to `progress` (a terminal or not).
+JobOutcome runJob(const LaunchPlan& plan, int controlFd, const JobSettings& settings, std::ostream& out,
+                  std::ostream& progress);
 
 }  // namespace ddp::launcher

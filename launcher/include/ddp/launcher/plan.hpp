@@ -2,7 +2,7 @@
 // The launch plan: everything `ddprun` will start, computed without side effects from the
 // options and a context the caller gathered (docs/launcher.md). Unit-tested without spawning.
 
-#include "ddp/comm/environment.hpp"
+#include "ddp/common/environment.hpp"
 #include "ddp/launcher/hosts.hpp"
 
 #include <map>
@@ -27,6 +27,7 @@ struct LaunchOptions {
   std::string output = "tag";        // --output tag | rank:N | quiet
   double graceSeconds = 5;           // --grace: SIGTERM to SIGKILL when stopping ranks
   bool gpuBinding = true;            // CUDA_VISIBLE_DEVICES by local rank (--no-gpu-binding)
+  std::string logLevel = "info";     // --log-level, for the workers' messages too
   std::vector<std::string> program;  // PROGRAM ARGS...
 };
 
@@ -40,7 +41,7 @@ struct PlanContext {
   std::string timestamp;             // for the default run directory, e.g. 20261129-224501
   int masterPort = 0;                // a free port chosen for the run
   std::string mpirun = "mpirun";
-  std::string worker;                // the ddprun binary that each rank runs as "--worker"
+  std::string worker;                // the ddprun binary that each rank runs as "worker"
   std::string hostfileText;          // contents of options.hostfile
   int controlPort = 0;               // ddprun's control listener; 0: none (--dry-run)
   int attempt = 0;                   // DDPRUN_ATTEMPT: 0, then 1, 2... under --max-restarts
@@ -56,7 +57,8 @@ struct LaunchPlan {
   int masterPort = 0;
   std::map<std::string, std::string> rankEnv;     // set for mpirun and exported (-x) to every rank
   std::map<std::string, std::string> mpirunEnv;   // for mpirun itself (allow-run-as-root)
-  std::vector<std::string> argv;                  // mpirun ... worker --worker -- PROGRAM ARGS
+  std::vector<std::string> program;               // PROGRAM ARGS...
+  std::vector<std::string> argv;                  // mpirun ... ddprun worker -- PROGRAM ARGS
   std::vector<std::string> warnings;
 };
 

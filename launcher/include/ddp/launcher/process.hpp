@@ -3,7 +3,8 @@
 // shell; the executable is resolved on PATH first, so a missing or non-executable program is a
 // ConfigError before anything starts, and a failed exec is reported with its errno.
 
-#include "ddp/comm/environment.hpp"
+#include "ddp/common/environment.hpp"
+#include "ddp/common/exit_status.hpp"
 
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -14,20 +15,6 @@
 #include <vector>
 
 namespace ddp::launcher {
-
-struct ExitStatus {
-  std::optional<int> code;    // exited normally
-  std::optional<int> signal;  // killed by this signal
-  long maxRssKb = 0;          // peak resident memory of the process (wait4)
-  bool failed() const { return signal.has_value() || (code && *code != 0); }
-  // What a shell would report: the code, or 128 + signal.
-  int shellCode() const { return signal ? 128 + *signal : code.value_or(1); }
-  // "exit code 7", "killed by SIGSEGV".
-  std::string describe() const;
-};
-
-// "SIGKILL" for 9; "signal 77" for an unnamed one.
-std::string signalName(int signal);
 
 struct SpawnOptions {
   std::vector<std::string> argv;

@@ -4,7 +4,6 @@
 
 #include "ddp/profiler/run.hpp"
 
-#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +15,7 @@ struct RankTiming {
   size_t steps = 0;
   double stepMsMedian = 0, stepMsP95 = 0;
   double computeMsMedian = 0;  // step minus exposed comm wait
-  std::array<double, 5> phaseMsMean{};  // indexed by comm::Phase
+  PhaseArray<double> phaseMsMean;       // mean per step
   double commMsMean = 0;                // all of the step's collectives, hidden or not
   int64_t samplesPerStep = 0;
   double slowestShare = 0;  // share of steps in which this rank computed longest
@@ -45,7 +44,7 @@ struct TimingAnalysis {
   double stepMsMedian = 0, stepMsP95 = 0;  // per step, the slowest rank's
   double samplesPerSecond = 0;             // global samples per step / median step
   int64_t globalSamplesPerStep = 0;
-  std::array<double, 5> phaseShare{};      // mean share of the step, over ranks and steps
+  PhaseArray<double> phaseShare;           // mean share of the step, over ranks and steps
   double exposedCommShare = 0;             // comm_wait / step
   double commMsMean = 0;                   // collectives per step, hidden or not
   std::optional<double> overlapFraction;   // 1 - exposed / total communication
@@ -68,8 +67,29 @@ TimingAnalysis analyseTimings(const RunData& run);
 enum class Severity { kInfo, kWarning, kCritical };
 std::string_view severityName(Severity s);
 
+// What a finding is about (docs/profiler.md, "Findings").
+enum class FindingKind {
+  kRankFailed,     // a rank failed on its own (the launcher's culprit first)
+  kRanksStopped,   // ranks the launcher stopped after another failed: collateral
+  kRestart,        // what a restart of the job redid
+  kNcclError,      // NCCL WARN lines and failures
+  kSocketFallback, // NCCL on TCP sockets between hosts (or with IB devices present)
+  kP2pDisabled,    // GPUs on one host talk through host memory
+  kNoGdr,          // network edges without GPUDirect RDMA
+  kInitSlow,       // NCCL communicator init took long
+  kMissingRanks,   // ranks that wrote no timings
+  kGpuIdle,        // a GPU idle while its rank waits
+  kGpuFakeBusy,    // GPU-Util high while the rank waits in communication
+  kCommBound,      // exposed gradient communication
+  kStraggler,      // one rank the others wait for
+  kLoadImbalance,  // compute differs between ranks
+  kDataBound,      // loading data takes much of the step
+  kSmallBatch,     // communication comparable to compute
+};
+std::string_view findingKindName(FindingKind kind);  // "rank_failed", "comm_bound", ...
+
 struct Finding {
-  std::string kind;  // comm_bound, straggler, load_imbalance, data_bound, socket_fallback, ...
+  FindingKind kind = FindingKind::kCommBound;
   Severity severity = Severity::kInfo;
   std::vector<int> ranks;
   std::string evidence;
@@ -87,8 +107,14 @@ struct ScalingPoint {
   double efficiency = 0;  // (throughput / ranks) relative to the smallest run's
 };
 
+enum class ScalingKind {
+  kWeak,    // the same batch per rank: the ideal step time stays constant
+  kStrong,  // the same global batch: the ideal step time falls as 1/ranks
+};
+std::string_view scalingKindName(ScalingKind kind);  // "weak", "strong"
+
 struct Scaling {
-  std::string kind;  // "weak" (same per-rank batch) or "strong" (same global batch)
+  ScalingKind kind = ScalingKind::kWeak;
   std::vector<ScalingPoint> points;  // by world size
 };
 

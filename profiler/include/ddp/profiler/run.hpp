@@ -1,9 +1,12 @@
 #pragma once
-// What a run directory holds, loaded for analysis (docs/profiler.md): timings/*.jsonl,
-// ranks/*.exit.json, run.json and nccl/*.log. Bad input is collected as problems naming the
-// file and line; what is sound is still loaded.
+// What a run directory holds (ddp::RunLayout), loaded for analysis (docs/profiler.md): the
+// step records, exit records, run.json, utilisation samples, NCCL logs and ddpbench results.
+// Bad input is collected as problems naming the file and line; what is sound is still loaded.
 
-#include "ddp/comm/timings.hpp"
+#include "ddp/common/rank_exit.hpp"
+#include "ddp/common/run_manifest.hpp"
+#include "ddp/common/step_record.hpp"
+#include "ddp/common/util_sample.hpp"
 #include "ddp/profiler/nccl_facts.hpp"
 
 #include <map>
@@ -14,28 +17,12 @@
 
 namespace ddp::profiler {
 
-struct RankExit {
-  int rank = -1;
-  std::optional<int> exitCode, signal;
-  std::string host;
-  bool culprit = false;  // the launcher named this rank the first failure
-  bool stopped = false;  // the launcher stopped it (collateral of another rank's failure, or Ctrl-C)
-  bool failed() const { return (exitCode && *exitCode != 0) || signal.has_value(); }
-};
-
 // One row of a ddpbench --json file found in the run directory (docs/ddpbench.md).
 struct BenchRow {
   std::string backend, op;
   int nranks = 0;
   int64_t bytes = 0;
   double timeUs = 0, algbwGbps = 0, busbwGbps = 0;
-};
-
-// One utilisation sample of a profiled run (util/rank-NNNNN.jsonl, written by ddprun's worker).
-struct UtilSample {
-  int64_t tUnixUs = 0;
-  double cpuPct = 0, rssMib = 0;
-  std::optional<double> gpuUtilPct, gpuMemUtilPct, gpuMemUsedMib;
 };
 
 // What one attempt of a restarted job got through, from its timings (attempts/K/timings for the
@@ -49,8 +36,8 @@ struct AttemptSteps {
 
 struct RunData {
   std::string dir;
-  std::map<int, std::vector<comm::StepRecord>> timings;  // rank -> records in step order
-  std::vector<RankExit> exits;
+  std::map<int, std::vector<StepRecord>> timings;  // rank -> records in step order
+  std::vector<RankExitRecord> exits;
   std::optional<int> worldSize;       // run.json "np", else the records' world_size
   std::vector<std::string> command;   // run.json "command": program and arguments
   std::string instance;               // run.json "instance" "name" (ddprun --instance), if given

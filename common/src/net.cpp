@@ -1,6 +1,6 @@
-#include "ddp/comm/net.hpp"
+#include "ddp/common/net.hpp"
 
-#include "ddp/comm/error.hpp"
+#include "ddp/common/error.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <sstream>
 
-namespace ddp::comm {
+namespace ddp::net {
 namespace {
 
 std::optional<uint32_t> parseIpv4(const std::string& text) {
@@ -181,4 +181,4 @@ HostRecord decodeHostRecord(const std::string& text) {
   return record;
 }
 
-}  // namespace ddp::comm
+}  // namespace ddp::net

@@ -34,18 +34,4 @@ class TimeoutError : public Error {
 // Exit code for an exception caught in main(): 2 for bad input, 1 otherwise.
 int exitCodeFor(const std::exception& e) noexcept;
 
-namespace detail {
-[[noreturn]] void throwMpiError(int code, const char* call, const char* file, int line);
-}  // namespace detail
-
 }  // namespace ddp
-
-// Checks the return code of an MPI call and throws ddp::CommError with file:line and
-// MPI's own error string.
-#define DDP_CHECK_MPI(call)                                              \
-  do {                                                                   \
-    const int ddp_mpi_rc_ = (call);                                      \
-    if (ddp_mpi_rc_ != 0) {                                              \
-      ::ddp::detail::throwMpiError(ddp_mpi_rc_, #call, __FILE__, __LINE__); \
-    }                                                                    \
-  } while (0)

@@ -1,13 +1,13 @@
 #pragma once
 // Network interfaces and the choice of the one a rank uses to reach rank 0 (docs/comm.md,
-// "Choosing the network interface"). LibTorch-free so the launcher can use it too.
+// "Choosing the network interface"). MPI- and LibTorch-free: the comm backends and the launcher (ddprun doctor) use it.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace ddp::comm {
+namespace ddp::net {
 
 struct NetInterface {
   std::string name;     // e.g. eth0
@@ -48,4 +48,4 @@ std::string chooseRendezvousAddress(const std::vector<HostRecord>& records);
 std::string encodeHostRecord(const HostRecord& record);
 HostRecord decodeHostRecord(const std::string& text);
 
-}  // namespace ddp::comm
+}  // namespace ddp::net

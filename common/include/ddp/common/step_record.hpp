@@ -1,17 +1,17 @@
 #pragma once
-// The per-rank step timings record (docs/timings.md): one JSON object per line in
-// <run dir>/timings/rank-NNNNN.jsonl. Written by StepTimer, read by the profiler; any program
-// may write the same lines.
+// The per-rank step record (docs/timings.md): one JSON object per line in
+// <run dir>/timings/rank-NNNNN.jsonl (RunLayout::timings). Written by ddp::comm's StepTimer and
+// by the Python step timer, read by the profiler and by ddprun's heartbeat; any program may
+// write the same lines.
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace ddp::comm {
+namespace ddp {
 
 inline constexpr int kTimingsSchemaVersion = 1;
 
@@ -21,6 +21,19 @@ inline constexpr std::array<Phase, 5> kPhases = {Phase::kData, Phase::kForward, 
                                                  Phase::kCommWait, Phase::kOptimizer};
 // The key in "phases_ms": data, forward, backward, comm_wait, optimizer.
 std::string_view phaseName(Phase phase);
+std::optional<Phase> parsePhase(std::string_view name);
+
+// One value per phase, indexed by Phase.
+template <typename T>
+struct PhaseArray {
+  std::array<T, kPhases.size()> values{};
+  T& operator[](Phase p) { return values[static_cast<size_t>(p)]; }
+  const T& operator[](Phase p) const { return values[static_cast<size_t>(p)]; }
+  void fill(const T& value) { values.fill(value); }
+  auto begin() const { return values.begin(); }
+  auto end() const { return values.end(); }
+  bool operator==(const PhaseArray& other) const { return values == other.values; }
+};
 
 enum class CollectiveOp { kAllreduce, kBroadcast, kAllgather, kReduceScatter, kAlltoall, kBarrier };
 // allreduce, broadcast, allgather, reduce_scatter, alltoall, barrier.
@@ -42,12 +55,9 @@ struct StepRecord {
   int64_t startUnixUs = 0;
   int64_t samples = 0;  // samples this rank processed in the step
   double stepMs = 0;
-  std::array<double, kPhases.size()> phasesMs{};  // indexed by Phase
+  PhaseArray<double> phasesMs;
   std::vector<CollectiveRecord> collectives;
   std::optional<double> loss;
-
-  double& phaseMs(Phase phase) { return phasesMs[static_cast<size_t>(phase)]; }
-  double phaseMs(Phase phase) const { return phasesMs[static_cast<size_t>(phase)]; }
 };
 
 // One line of JSON (no newline).
@@ -55,12 +65,16 @@ std::string formatStepRecord(const StepRecord& record);
 // Parses one line; throws ConfigError saying which field is missing or malformed.
 StepRecord parseStepRecord(std::string_view line);
 
-// <runDir>/timings/rank-NNNNN.jsonl
-std::string timingsPath(const std::string& runDir, int rank);
-// The step timer's progress file beside a timings file: rank-NNNNN.jsonl -> rank-NNNNN.progress.
-std::string progressPath(const std::string& timingsPath);
+// The progress file beside a timings file (RunLayout::progress, progressPathFor): "STEP PHASE"
+// while a phase is under way, "STEP done" after the step; the step timer rewrites it in place,
+// ddprun's heartbeat reads it.
+struct StepProgress {
+  int64_t step = -1;
+  std::optional<Phase> phase;  // none: the step is done
+  bool done() const { return !phase; }
+};
+std::string formatStepProgress(const StepProgress& progress);
+// Trailing blanks and newlines are ignored; nullopt for anything else that is not one.
+std::optional<StepProgress> parseStepProgress(std::string_view text);
 
-// Wall clock in microseconds since the Unix epoch.
-int64_t unixMicros(std::chrono::system_clock::time_point t = std::chrono::system_clock::now());
-
-}  // namespace ddp::comm
+}  // namespace ddp

@@ -9,7 +9,8 @@
 
 namespace ddp {
 
-// Names of every environment variable ddprun reads or sets, defined once.
+// Names of every environment variable ddprun reads or sets, defined once (docs/world.md,
+// docs/launcher.md).
 namespace env {
 // torchrun-style rank contract (docs/world.md)
 inline constexpr std::string_view kRank = "RANK";
@@ -18,6 +19,7 @@ inline constexpr std::string_view kLocalRank = "LOCAL_RANK";
 inline constexpr std::string_view kLocalWorldSize = "LOCAL_WORLD_SIZE";
 inline constexpr std::string_view kNodeRank = "NODE_RANK";
 inline constexpr std::string_view kGroupRank = "GROUP_RANK";
+inline constexpr std::string_view kGroupWorldSize = "GROUP_WORLD_SIZE";
 inline constexpr std::string_view kMasterAddr = "MASTER_ADDR";
 inline constexpr std::string_view kMasterPort = "MASTER_PORT";
 // Open MPI
@@ -25,7 +27,12 @@ inline constexpr std::string_view kOmpiRank = "OMPI_COMM_WORLD_RANK";
 inline constexpr std::string_view kOmpiSize = "OMPI_COMM_WORLD_SIZE";
 inline constexpr std::string_view kOmpiLocalRank = "OMPI_COMM_WORLD_LOCAL_RANK";
 inline constexpr std::string_view kOmpiLocalSize = "OMPI_COMM_WORLD_LOCAL_SIZE";
-// Slurm (a task of a job step)
+inline constexpr std::string_view kOmpiAllowRoot = "OMPI_ALLOW_RUN_AS_ROOT";
+inline constexpr std::string_view kOmpiAllowRootConfirm = "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM";
+inline constexpr std::string_view kOmpiAllowExitWithoutSync = "OMPI_MCA_orte_allowed_exit_without_sync";
+// Slurm (an allocation, and a task of a job step)
+inline constexpr std::string_view kSlurmJobNodelist = "SLURM_JOB_NODELIST";
+inline constexpr std::string_view kSlurmNodelist = "SLURM_NODELIST";
 inline constexpr std::string_view kSlurmProcId = "SLURM_PROCID";
 inline constexpr std::string_view kSlurmNTasks = "SLURM_NTASKS";
 inline constexpr std::string_view kSlurmNProcs = "SLURM_NPROCS";
@@ -34,11 +41,28 @@ inline constexpr std::string_view kSlurmNodeId = "SLURM_NODEID";
 inline constexpr std::string_view kSlurmStepId = "SLURM_STEP_ID";
 inline constexpr std::string_view kSlurmStepTasksPerNode = "SLURM_STEP_TASKS_PER_NODE";
 inline constexpr std::string_view kSlurmTasksPerNode = "SLURM_TASKS_PER_NODE";
-// ddprun
+// NCCL and CUDA
+inline constexpr std::string_view kNcclDebug = "NCCL_DEBUG";
+inline constexpr std::string_view kNcclDebugSubsys = "NCCL_DEBUG_SUBSYS";
+inline constexpr std::string_view kNcclDebugFile = "NCCL_DEBUG_FILE";
+inline constexpr std::string_view kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
+// The system
+inline constexpr std::string_view kPath = "PATH";
+inline constexpr std::string_view kTorchDir = "Torch_DIR";
+// ddp::comm
 inline constexpr std::string_view kGlooIfname = "DDP_GLOO_IFNAME";
 inline constexpr std::string_view kMpiShmRanksPerHost = "DDP_MPI_SHM_RANKS_PER_HOST";
+// ddprun: the rank contract's run directory and attempt
 inline constexpr std::string_view kRunDir = "DDPRUN_RUN_DIR";
 inline constexpr std::string_view kAttempt = "DDPRUN_ATTEMPT";  // 0, then 1, 2... under --max-restarts
+// ddprun to its workers
+inline constexpr std::string_view kControl = "DDPRUN_CONTROL";             // host:port of ddprun
+inline constexpr std::string_view kControlToken = "DDPRUN_CONTROL_TOKEN";  // proves a worker is ours
+inline constexpr std::string_view kOutput = "DDPRUN_OUTPUT";               // tag | rank:N | quiet
+inline constexpr std::string_view kGraceSeconds = "DDPRUN_GRACE_S";        // SIGTERM → SIGKILL
+inline constexpr std::string_view kGpuBinding = "DDPRUN_GPU_BINDING";      // local-rank | none
+inline constexpr std::string_view kSampleMs = "DDPRUN_SAMPLE_MS";          // utilisation sampling interval
+inline constexpr std::string_view kLogLevel = "DDPRUN_LOG_LEVEL";          // ddprun's --log-level, for the workers
 }  // namespace env
 
 class Environment {

@@ -1,0 +1,60 @@
+#pragma once
+// The control protocol between ddprun and its workers (docs/launcher.md, "Control protocol"):
+// one TCP connection per worker to DDPRUN_CONTROL, one message per line.
+//
+//   worker → ddprun                       ddprun → worker
+//   hello TOKEN RANK WORKER_PID HOST      start NODE_RANK NODES   (every rank has said hello)
+//   started PROGRAM_PID                   terminate               (stop the program)
+//   beat STEP PHASE                       stacks                  (write the program's stacks)
+//   stacks-done
+//   exit RECORD_JSON                      (the exit record, then the worker closes)
+//
+// Each message has one format function and one parser; a line that is not a well-formed
+// message of the expected direction parses to nullopt. Pure, unit-tested.
+
+#include "ddp/common/rank_exit.hpp"
+#include "ddp/common/step_record.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace ddp::launcher::control {
+
+// Worker → ddprun.
+struct Hello {
+  std::string token;
+  int rank = -1;
+  int64_t pid = -1;
+  std::string host;
+};
+struct Started {
+  int64_t pid = -1;
+};
+// The heartbeat: what the rank's progress file says (the step under way and its phase).
+struct Beat {
+  StepProgress progress;
+};
+struct StacksDone {};
+struct Exit {
+  RankExitRecord record;
+};
+using WorkerMessage = std::variant<Hello, Started, Beat, StacksDone, Exit>;
+
+// ddprun → worker.
+struct Start {
+  int nodeRank = 0, nodes = 1;
+};
+struct Terminate {};
+struct Stacks {};
+using LauncherMessage = std::variant<Start, Terminate, Stacks>;
+
+// One line, without the newline.
+std::string format(const WorkerMessage& message);
+std::string format(const LauncherMessage& message);
+std::optional<WorkerMessage> parseWorkerMessage(std::string_view line);
+std::optional<LauncherMessage> parseLauncherMessage(std::string_view line);
+
+}  // namespace ddp::launcher::control

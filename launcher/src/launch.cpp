@@ -1,0 +1,161 @@
+#include "ddp/launcher/launch.hpp"
+
+#include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
+#include "ddp/common/log.hpp"
+#include "ddp/launcher/port.hpp"
+#include "ddp/launcher/process.hpp"
+#include "ddp/profiler/instances.hpp"
+#include "io.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace ddp::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<spdlog::logger> logger() { return log::get("ddprun"); }
+
+std::string timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// What the plan needs from this machine; the program resolved on PATH (ConfigError when it
+// is not there), mpirun found, the hostfile read.
+PlanContext gatherContext(LaunchOptions& o) {
+  PlanContext ctx;
+  ctx.environment = Environment::fromProcess();
+  ctx.root = ::geteuid() == 0;
+  ctx.localSlots = usableCores();
+  ctx.localHost = io::hostname();
+  ctx.cwd = fs::current_path().string();
+  ctx.timestamp = timestamp();
+  if (o.program.empty()) throw ConfigError("no program to run (ddprun [options] [--] PROGRAM [ARGS...]; see --help)");
+  o.program.front() = fs::absolute(resolveExecutable(o.program.front(), ctx.environment)).lexically_normal().string();
+  try {
+    ctx.mpirun = resolveExecutable("mpirun", ctx.environment);
+  } catch (const ConfigError&) {
+    throw ConfigError("mpirun not found on PATH: install Open MPI (apt-get install openmpi-bin)");
+  }
+  ctx.worker = fs::read_symlink("/proc/self/exe").string();
+  if (!o.hostfile.empty()) {
+    std::ifstream in(o.hostfile);
+    if (!in) throw ConfigError(fmt::format("hostfile {}: cannot read: {}", o.hostfile, std::strerror(errno)));
+    ctx.hostfileText.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return ctx;
+}
+
+void checkResolvable(const LaunchPlan& plan, const std::string& localHost, const std::string& source) {
+  for (const auto& h : plan.hosts) {
+    if (h.host == "localhost" || h.host == localHost) continue;
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    addrinfo* res = nullptr;
+    int rc = ::getaddrinfo(h.host.c_str(), nullptr, &hints, &res);
+    if (rc != 0) throw ConfigError(fmt::format("host '{}' (from {}): cannot be resolved: {}", h.host, source, ::gai_strerror(rc)));
+    ::freeaddrinfo(res);
+  }
+}
+
+std::string planDryRun(const LaunchPlan& plan) {
+  return renderPlan(plan) +
+         "# when it runs the job, ddprun also sets DDPRUN_CONTROL and DDPRUN_CONTROL_TOKEN (its control\n"
+         "# connection: node ranks, exit records, teardown); without them, as printed, each worker runs\n"
+         "# on its own and exits with its program's status\n";
+}
+
+}  // namespace
+
+std::string createRunDirectory(const std::string& dir, bool explicitDir, bool profiled) {
+  std::string chosen = dir;
+  if (explicitDir) {
+    if (RunLayout(dir).hasManifest())
+      throw ConfigError(fmt::format("run directory {} already holds a run (run.json): choose another --run-dir", dir));
+    makeDirectories(dir, "run directory");
+  } else {
+    makeDirectories(fs::path(dir).parent_path().string(), "run directory");
+    for (int n = 1;; ++n) {
+      chosen = n == 1 ? dir : fmt::format("{}-{}", dir, n);
+      if (::mkdir(chosen.c_str(), 0755) == 0) break;
+      if (errno != EEXIST || n > 1000)
+        throw ConfigError(fmt::format("run directory {}: cannot create: {}", chosen, std::strerror(errno)));
+    }
+  }
+  RunLayout(chosen).makeRankDirectories(profiled);
+  return chosen;
+}
+
+int runWithRestarts(const RunLayout& layout, JobSettings& settings, const std::function<JobOutcome(int)>& attempt) {
+  for (int k = 0;; ++k) {
+    settings.attempt = k;
+    const auto outcome = attempt(k);
+    if (outcome.exitCode == 0 || outcome.interrupted || k >= settings.maxRestarts) return outcome.exitCode;
+    const std::string kept = layout.keepAttempt(k, settings.profile);
+    settings.earlierAttempts.push_back({k, outcome.exitCode, outcome.summary, kept});
+    logger()->warn("attempt {} of {} failed ({}); its logs are in {}; restarting the job (--max-restarts {})", k + 1,
+                   settings.maxRestarts + 1, outcome.summary, kept, settings.maxRestarts);
+  }
+}
+
+int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
+  auto& o = r.options;
+  auto& settings = r.settings;
+  if (!r.instance.empty()) settings.instance = profiler::toJson(profiler::decodeInstance(r.instance));
+  settings.profile = o.profile;
+  PlanContext ctx = gatherContext(o);
+  settings.mpirun = ctx.mpirun;
+  auto masterPort = r.masterPort > 0 ? PortReservation(r.masterPort) : PortReservation();
+  ctx.masterPort = masterPort.port();
+  auto plan = makeLaunchPlan(o, ctx);
+  checkResolvable(plan, ctx.localHost, !o.hostList.empty() ? "-H" : !o.hostfile.empty() ? o.hostfile : "the Slurm allocation");
+  if (r.dryRun) {
+    out << planDryRun(plan);
+    return 0;
+  }
+  for (const auto& w : plan.warnings) logger()->warn("{}", w);
+  const bool local = plan.masterAddr == "127.0.0.1";
+  o.runDir = createRunDirectory(plan.runDir, !o.runDir.empty(), o.profile);
+  return runWithRestarts(RunLayout(o.runDir), settings, [&](int attempt) {
+    std::optional<PortReservation> freshPort;  // every attempt gets its own MASTER_PORT
+    if (attempt > 0 && r.masterPort == 0) ctx.masterPort = freshPort.emplace().port();
+    ctx.attempt = attempt;
+    const int controlFd = io::listenTcp(local ? "127.0.0.1" : "0.0.0.0", ctx.controlPort);
+    ctx.controlToken = io::randomHex(16);
+    plan = makeLaunchPlan(o, ctx);
+    if (attempt == 0)
+      logger()->info("{} ranks of {} on {}; run directory {}", plan.np, fs::path(o.program.front()).filename().string(),
+                     plan.hosts.size() == 1 ? plan.hosts[0].host : fmt::format("{} hosts", plan.hosts.size()), plan.runDir);
+    auto outcome = runJob(plan, controlFd, settings, out, progress);
+    ::close(controlFd);
+    return outcome;
+  });
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,61 @@
+#include "verdict.hpp"
+
+#include "ddp/launcher/rank.hpp"
+
+#include <algorithm>
+
+namespace ddp::launcher {
+namespace {
+
+RankStatus statusOf(const VerdictInput& in, const Verdict& v, const RankExitRecord& rec, bool reported) {
+  if (!reported) return RankStatus::kLost;
+  if (v.hang && std::count(in.hung.begin(), in.hung.end(), rec.rank)) return RankStatus::kHung;
+  if (v.culprit && rec.rank == *v.culprit) return RankStatus::kCulprit;
+  if (rec.failed() || rec.stopRequested)
+    return in.interruptedBy && !v.culprit ? RankStatus::kStopped : RankStatus::kCollateral;
+  return RankStatus::kOk;
+}
+
+void chooseExit(const VerdictInput& in, Verdict& v) {
+  if (in.interruptedBy) {
+    v.exitCode = 128 + *in.interruptedBy;
+    v.status = RunStatus::kInterrupted;
+  } else if (v.hang) {
+    v.exitCode = 124;
+    v.status = RunStatus::kHung;
+  } else if (v.culprit) {
+    v.exitCode = v.records.at(*v.culprit).exitStatus().shellCode();
+    v.status = RunStatus::kFailed;
+  } else if (!v.lost.empty() || (in.mpirun && in.mpirun->failed())) {
+    v.exitCode = in.mpirun && in.mpirun->failed() ? std::max(1, in.mpirun->shellCode()) : 1;
+    v.status = RunStatus::kFailed;
+  }
+}
+
+}  // namespace
+
+Verdict judgeRanks(const VerdictInput& in) {
+  Verdict v;
+  v.hang = !in.hung.empty();
+  if (v.hang) {
+    v.culprit = in.hung.front();
+  } else {
+    std::vector<RankExitRecord> all;
+    for (const auto& [r, rec] : in.reported) all.push_back(rec);
+    v.culprit = findCulprit(all);
+  }
+  for (int r = 0; r < in.np; ++r) {
+    const auto it = in.reported.find(r);
+    const bool reported = it != in.reported.end();
+    RankExitRecord rec = reported ? it->second : in.known.count(r) ? in.known.at(r) : RankExitRecord{};
+    rec.rank = r;
+    rec.status = statusOf(in, v, rec, reported);
+    if (rec.status == RankStatus::kLost) v.lost.push_back(r);
+    if (rec.status == RankStatus::kCollateral || rec.status == RankStatus::kStopped) v.collateral.push_back(r);
+    v.records[r] = rec;
+  }
+  chooseExit(in, v);
+  return v;
+}
+
+}  // namespace ddp::launcher

@@ -1,0 +1,217 @@
+// From the command line to the finished job, without mpirun: the CLI's one option table, the
+// port reservation, the run directory, the restart loop and the verdict at the end
+// (launcher/include/ddp/launcher/cli.hpp, launch.hpp, port.hpp; launcher/src/verdict.hpp).
+#include "../../launcher/src/io.hpp"
+#include "../../launcher/src/verdict.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/log.hpp"
+#include "ddp/common/run_layout.hpp"
+#include "ddp/launcher/cli.hpp"
+#include "ddp/launcher/port.hpp"
+#include "support/run_records.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace ddp::launcher;
+using ddp::RankStatus;
+using ddp::RunStatus;
+using Catch::Contains;
+using ddp::test::endedAt;
+namespace fs = std::filesystem;
+
+namespace {
+
+LaunchRequest parseLaunch(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  auto command = parseCommandLine(args, out);
+  REQUIRE(std::holds_alternative<LaunchRequest>(command));
+  return std::get<LaunchRequest>(command);
+}
+
+fs::path freshDir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("cli: ddprun's options end where PROGRAM begins", "[launcher][cli]") {
+  auto r = parseLaunch({"-np", "2", "--profile", "--run-dir", "runs/a", "-x", "A=1", "-x", "B", "prog", "-np", "3", "--profile"});
+  CHECK(r.options.np == 2);
+  CHECK(r.options.profile);
+  CHECK(r.options.runDir == "runs/a");
+  CHECK(r.options.exports == std::vector<std::string>{"A=1", "B"});
+  CHECK(r.options.program == std::vector<std::string>{"prog", "-np", "3", "--profile"});
+  CHECK(r.settings.command.front() == "ddprun");
+  auto dashed = parseLaunch({"--grace=7", "--timeout", "30", "--", "-weird", "x"});
+  CHECK(dashed.options.program == std::vector<std::string>{"-weird", "x"});
+  CHECK(dashed.options.graceSeconds == 7);
+  CHECK(dashed.settings.graceSeconds == 7);
+  CHECK(dashed.settings.timeoutSeconds == 30);
+  auto named = parseLaunch({"--master-port", "29511", "--instance", "gn7", "--no-gpu-binding", "--log-level", "warn", "p"});
+  CHECK(named.masterPort == 29511);
+  CHECK(named.instance == "gn7");
+  CHECK_FALSE(named.options.gpuBinding);
+  CHECK(named.options.logLevel == "warn");
+  ddp::log::setLevel(spdlog::level::info);
+}
+
+TEST_CASE("cli: bad options before PROGRAM are errors naming them", "[launcher][cli]") {
+  std::ostringstream out;
+  CHECK_THROWS_WITH(parseCommandLine({"--np-per-node", "2", "p"}, out), Contains("unknown option '--np-per-node'"));
+  CHECK_THROWS_WITH(parseCommandLine({"-np", "2"}, out), Contains("no program to run"));
+  CHECK_THROWS_WITH(parseCommandLine({"--max-restarts", "-1", "p"}, out), Contains("--max-restarts: Value -1 not in range"));
+  CHECK_THROWS_WITH(parseCommandLine({"--log-level", "loud", "p"}, out), Contains("--log-level 'loud'"));
+  CHECK_THROWS_AS(parseCommandLine({"--grace"}, out), ddp::ConfigError);
+}
+
+TEST_CASE("cli: the doctor and worker subcommands, help and version", "[launcher][cli]") {
+  std::ostringstream out;
+  auto doctor = parseCommandLine({"doctor", "--json", "--no-allreduce", "--instance", "gn7"}, out);
+  REQUIRE(std::holds_alternative<DoctorOptions>(doctor));
+  CHECK(std::get<DoctorOptions>(doctor).json);
+  CHECK_FALSE(std::get<DoctorOptions>(doctor).allreduce);
+  CHECK(std::get<DoctorOptions>(doctor).instance == "gn7");
+  auto bad = parseCommandLine({"doctor", "--bogus"}, out);
+  REQUIRE(std::holds_alternative<PrintedCommand>(bad));
+  CHECK(std::get<PrintedCommand>(bad).exitCode == 2);
+  for (const auto& args : {std::vector<std::string>{"worker", "--", "prog", "-np", "1"},
+                           std::vector<std::string>{"worker", "prog", "-np", "1"}}) {
+    auto worker = parseCommandLine(args, out);
+    REQUIRE(std::holds_alternative<WorkerCommand>(worker));
+    CHECK(std::get<WorkerCommand>(worker).program == std::vector<std::string>{"prog", "-np", "1"});
+  }
+  auto version = parseCommandLine({"--version"}, out);
+  REQUIRE(std::holds_alternative<PrintedCommand>(version));
+  CHECK(out.str().rfind("ddprun ", 0) == 0);
+  std::ostringstream help;
+  auto shown = parseCommandLine({"--help"}, help);
+  CHECK(std::get<PrintedCommand>(shown).exitCode == 0);
+  CHECK(help.str().find("--max-restarts") != std::string::npos);
+  CHECK(help.str().find("doctor") != std::string::npos);
+}
+
+TEST_CASE("ports: a free one is held; a held or used one is refused", "[launcher][port]") {
+  PortReservation first;
+  CHECK(first.port() > 0);
+  CHECK_THROWS_WITH(PortReservation(first.port()), Contains("another ddprun run holds it"));
+  int used = 0;
+  const int fd = io::listenTcp("0.0.0.0", used);
+  CHECK_THROWS_WITH(PortReservation(used), Contains(fmt::format("--master-port {} is not free on this host (Address already in use)", used)));
+  ::close(fd);
+  PortReservation again(used);  // free again
+  CHECK(again.port() == used);
+  PortReservation moved(std::move(again));
+  CHECK(moved.port() == used);
+  CHECK_THROWS_AS(PortReservation(used), ddp::ConfigError);  // the lock moved with it
+}
+
+TEST_CASE("run directories: a default name gets a suffix, an explicit one with a run is refused", "[launcher][run_dir]") {
+  const auto root = freshDir("ddp-rundir");
+  const auto base = (root / "runs" / "20261201-000000-train").string();
+  CHECK(createRunDirectory(base, false, false) == base);
+  CHECK(createRunDirectory(base, false, true) == base + "-2");
+  CHECK(fs::is_directory(base + "-2/nccl"));
+  CHECK(fs::is_directory(base + "-2/util"));
+  CHECK_FALSE(fs::exists(base + "/nccl"));
+  const auto mine = (root / "mine").string();
+  CHECK(createRunDirectory(mine, true, false) == mine);
+  CHECK(createRunDirectory(mine, true, false) == mine);  // empty: reused
+  std::ofstream(mine + "/run.json") << "{}";
+  CHECK_THROWS_WITH(createRunDirectory(mine, true, false), Contains("already holds a run (run.json)"));
+  CHECK_THROWS_WITH(createRunDirectory("/proc/ddprun-run", true, false), Contains("run directory /proc/ddprun-run: cannot create"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("restarts: failed attempts are kept and recorded until one succeeds", "[launcher][restart]") {
+  const auto dir = freshDir("ddp-restarts");
+  const ddp::RunLayout layout(dir.string());
+  layout.makeRankDirectories(true);
+  JobSettings settings;
+  settings.maxRestarts = 3;
+  settings.profile = true;
+  std::vector<int> attempts;
+  const int code = runWithRestarts(layout, settings, [&](int attempt) {
+    attempts.push_back(attempt);
+    CHECK(settings.attempt == attempt);
+    std::ofstream(layout.utilisation(0)) << "attempt " << attempt << "\n";
+    return attempt < 2 ? JobOutcome{7, false, "rank 0 failed: exit code 7"} : JobOutcome{0, false, "succeeded"};
+  });
+  CHECK(code == 0);
+  CHECK(attempts == std::vector<int>{0, 1, 2});
+  REQUIRE(settings.earlierAttempts.size() == 2);
+  CHECK(settings.earlierAttempts[1].attempt == 1);
+  CHECK(settings.earlierAttempts[1].exitCode == 7);
+  CHECK(settings.earlierAttempts[1].files == "attempts/1");
+  CHECK(settings.earlierAttempts[1].reason == "rank 0 failed: exit code 7");
+  CHECK(fs::exists(layout.attempt(0).utilisation(0)));
+  CHECK(fs::exists(layout.attempt(1).utilisation(0)));
+  CHECK(layout.attempts() == std::vector<int>{0, 1});
+
+  JobSettings once;
+  once.maxRestarts = 1;
+  int calls = 0;
+  CHECK(runWithRestarts(layout.attempt(9), once, [&](int) { return ++calls, JobOutcome{130, true, "interrupted"}; }) == 130);
+  CHECK(calls == 1);  // interrupted: no restart
+  CHECK(runWithRestarts(layout.attempt(9), once, [&](int) { return ++calls, JobOutcome{5, false, "x"}; }) == 5);
+  CHECK(calls == 3);  // one restart, then the budget is used up
+  fs::remove_all(dir);
+}
+
+TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][verdict]") {
+  VerdictInput in;
+  in.np = 4;
+  in.reported = {{0, endedAt(0, std::nullopt, SIGTERM, 900, true)}, {1, endedAt(1, 0, std::nullopt, 100, false)},
+                 {2, endedAt(2, std::nullopt, SIGSEGV, 500, false)}};
+  ddp::RankExitRecord said;
+  said.host = "node-b";
+  said.programPid = 77;
+  in.known[3] = said;
+  auto v = judgeRanks(in);
+  CHECK(v.culprit == 2);
+  CHECK(v.records.at(2).status == RankStatus::kCulprit);
+  CHECK(v.records.at(0).status == RankStatus::kCollateral);
+  CHECK(v.records.at(1).status == RankStatus::kOk);
+  CHECK(v.records.at(3).status == RankStatus::kLost);
+  CHECK(v.records.at(3).host == "node-b");
+  CHECK(v.collateral == std::vector<int>{0});
+  CHECK(v.lost == std::vector<int>{3});
+  CHECK(v.status == RunStatus::kFailed);
+  CHECK(v.exitCode == 128 + SIGSEGV);
+
+  in.interruptedBy = SIGINT;  // Ctrl-C: ranks stopped, not collateral, when nobody failed first
+  in.reported.erase(2);
+  in.reported.erase(1);
+  v = judgeRanks(in);
+  CHECK_FALSE(v.culprit);
+  CHECK(v.records.at(0).status == RankStatus::kStopped);
+  CHECK(v.exitCode == 130);
+  CHECK(v.status == RunStatus::kInterrupted);
+
+  VerdictInput hang;
+  hang.np = 2;
+  hang.hung = {1};
+  hang.reported = {{0, endedAt(0, std::nullopt, SIGTERM, 9, true)}, {1, endedAt(1, std::nullopt, SIGKILL, 9, true)}};
+  v = judgeRanks(hang);
+  CHECK(v.culprit == 1);
+  CHECK(v.records.at(1).status == RankStatus::kHung);
+  CHECK(v.records.at(0).status == RankStatus::kCollateral);
+  CHECK(v.exitCode == 124);
+
+  VerdictInput fine;
+  fine.np = 1;
+  fine.reported = {{0, endedAt(0, 0, std::nullopt, 5, false)}};
+  fine.mpirun = ddp::ExitStatus{3, std::nullopt, 0};
+  v = judgeRanks(fine);
+  CHECK(v.exitCode == 3);  // mpirun itself failed
+  fine.mpirun = ddp::ExitStatus{0, std::nullopt, 0};
+  CHECK(judgeRanks(fine).exitCode == 0);
+}

@@ -4,6 +4,7 @@
 #include "train.hpp"
 
 #include "ddp/common/error.hpp"
+#include "ddp/common/log.hpp"
 #include "ddp/comm/mpi_session.hpp"
 #include "ddp/comm/world.hpp"
 
@@ -62,20 +63,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (first) std::cerr << "train: " << e.what() << " (see --help)\n";
+    if (first) ddp::log::get("train")->error("{} (see --help)", e.what());
     return 2;
   }
   o.overlap = !noOverlap;
   if (o.steps == 0 && o.epochs == 0) o.steps = 100;
   if (o.resume && o.checkpointDir.empty()) {
-    if (first) std::cerr << "train: --resume needs --checkpoint DIR\n";
+    if (first) ddp::log::get("train")->error("--resume needs --checkpoint DIR");
     return 2;
   }
   try {
     return runTraining(o);
   } catch (const std::exception& e) {
     const int code = ddp::exitCodeFor(e);
-    if (!ddp::comm::MpiSession::active() || first || code != 2) std::cerr << "train: " << e.what() << "\n";
+    if (!ddp::comm::MpiSession::active() || first || code != 2) ddp::log::get("train")->error("{}", e.what());
     ddp::comm::MpiSession::abortJob(code);
     return code;
   }

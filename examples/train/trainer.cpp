@@ -8,6 +8,7 @@
 
 #include "ddp/comm/distributed_data_parallel.hpp"
 #include "ddp/common/error.hpp"
+#include "ddp/common/log.hpp"
 #include "ddp/common/files.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/step_timer.hpp"
@@ -135,7 +136,7 @@ void injectFaults(const std::vector<Fault>& faults, int rank, int64_t step, Phas
       case Fault::Kind::kSlow: std::this_thread::sleep_for(std::chrono::milliseconds(f.arg)); break;
       case Fault::Kind::kExit:
         if (once) {
-          std::cerr << fmt::format("train: rank {}: injected fault: exit {} at step {}\n", rank, f.arg, step);
+          log::get("train")->error("rank {}: injected fault: exit {} at step {}", rank, f.arg, step);
           std::_Exit(static_cast<int>(f.arg));
         }
         break;
@@ -340,7 +341,7 @@ int runTraining(const TrainOptions& o) {
       if (ranks.empty())
         std::cout << fmt::format("train: verify: parameters bitwise identical on {} ranks\n", world.size);
       else
-        std::cerr << fmt::format("train: verify: parameters of rank(s) {} differ from rank 0's\n", fmt::join(ranks, ", "));
+        log::get("train")->error("verify: parameters of rank(s) {} differ from rank 0's", fmt::join(ranks, ", "));
     }
     if (!ranks.empty()) exitCode = 1;
   }

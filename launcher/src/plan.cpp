@@ -75,15 +75,21 @@ std::string shellQuote(const std::string& word) {
   return out + "'";
 }
 
-LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
+namespace {
+
+void checkOptions(const LaunchOptions& o) {
   if (o.program.empty() || o.program.front().empty()) throw ConfigError("no program to run (ddprun [options] [--] PROGRAM [ARGS...])");
   if (o.np && *o.np < 1) throw ConfigError(fmt::format("-np {}: at least one rank is needed", *o.np));
   if (o.nprocPerNode < 0) throw ConfigError(fmt::format("--nproc-per-node {}: must be at least 1", o.nprocPerNode));
   if (!o.hostList.empty() && !o.hostfile.empty()) throw ConfigError("give -H or --hostfile, not both");
   if (!(o.graceSeconds >= 0 && o.graceSeconds <= 3600)) throw ConfigError(fmt::format("--grace {}: must be 0 to 3600 seconds", o.graceSeconds));
   parseOutputMode(o.output, "--output");
+  log::parseLevel(o.logLevel, "--log-level");
+}
 
-  LaunchPlan plan;
+// Hosts and slots (-H, else --hostfile, else the Slurm allocation, else this host) and the ranks
+// on them; true when ranks must share slots (--oversubscribe, or too many ranks for this host).
+bool placeRanks(const LaunchOptions& o, const PlanContext& ctx, LaunchPlan& plan) {
   if (!o.hostList.empty()) {
     plan.hosts = parseHostList(o.hostList);
   } else if (!o.hostfile.empty()) {
@@ -99,39 +105,19 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
     for (auto& h : plan.hosts) h.slots = o.nprocPerNode;
   const int slots = totalSlots(plan.hosts);
   plan.np = o.np.value_or(slots);
-  bool oversubscribe = o.oversubscribe;
-  if (plan.np > slots && !oversubscribe) {
-    if (!plan.localOnly)
-      throw ConfigError(fmt::format("-np {} but the hosts have {} slots ({}): add hosts or slots, or pass --oversubscribe",
-                                    plan.np, slots, hostsArgument(plan.hosts)));
-    oversubscribe = true;
-    plan.warnings.push_back(fmt::format("-np {} is more than the {} cores of this host: ranks share cores "
-                                        "(--oversubscribe), so each runs slower",
-                                        plan.np, slots));
-  }
+  if (plan.np <= slots || o.oversubscribe) return o.oversubscribe;
+  if (!plan.localOnly)
+    throw ConfigError(fmt::format("-np {} but the hosts have {} slots ({}): add hosts or slots, or pass --oversubscribe",
+                                  plan.np, slots, hostsArgument(plan.hosts)));
+  plan.warnings.push_back(fmt::format("-np {} is more than the {} cores of this host: ranks share cores "
+                                      "(--oversubscribe), so each runs slower",
+                                      plan.np, slots));
+  return true;
+}
 
-  plan.runDir = !o.runDir.empty() ? o.runDir
-                                  : fmt::format("ddprun-runs/{}-{}", ctx.timestamp, basename(o.program.front()));
-  if (plan.runDir.front() != '/') plan.runDir = (ctx.cwd == "/" ? "" : ctx.cwd) + "/" + plan.runDir;
-  const auto& first = plan.hosts.front().host;
-  const bool allHere = plan.localOnly || (plan.hosts.size() == 1 && isLocalName(first, ctx.localHost));
-  plan.masterAddr = allHere ? "127.0.0.1" : first;
-  plan.masterPort = ctx.masterPort;
-
-  auto& env = plan.rankEnv;
-  env[std::string(ddp::env::kMasterAddr)] = plan.masterAddr;
-  env[std::string(ddp::env::kMasterPort)] = std::to_string(plan.masterPort);
-  env[std::string(ddp::env::kRunDir)] = plan.runDir;
-  env[std::string(ddp::env::kAttempt)] = std::to_string(ctx.attempt);
-  env[std::string(ddp::env::kOutput)] = o.output;
-  env[std::string(ddp::env::kGraceSeconds)] = fmt::format("{}", static_cast<int>(o.graceSeconds + 0.5));
-  env[std::string(ddp::env::kGpuBinding)] = o.gpuBinding ? "local-rank" : "none";
-  log::parseLevel(o.logLevel, "--log-level");
-  env[std::string(ddp::env::kLogLevel)] = o.logLevel;
-  if (ctx.controlPort > 0) {
-    env[std::string(ddp::env::kControl)] = fmt::format("{}:{}", allHere ? "127.0.0.1" : ctx.localHost, ctx.controlPort);
-    env[std::string(ddp::env::kControlToken)] = ctx.controlToken;
-  }
+// NCCL's debug capture: --profile writes it into the run directory; --nccl-debug/--nccl-subsys
+// set it as asked (a subsystem list the user set in the environment is kept).
+void ncclCapture(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan, std::map<std::string, std::string>& env) {
   const std::string ncclDebug(ddp::env::kNcclDebug), ncclSubsys(ddp::env::kNcclDebugSubsys);
   const bool userSubsys = !o.ncclSubsys.empty() || ctx.environment.has(ncclSubsys);
   if (o.profile) {
@@ -143,6 +129,10 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
     env[ncclDebug] = o.ncclDebug;
   }
   if (!o.ncclSubsys.empty()) env[ncclSubsys] = o.ncclSubsys;
+}
+
+// -x VAR[=VALUE]: VAR alone takes its value here.
+void userExports(const LaunchOptions& o, const PlanContext& ctx, std::map<std::string, std::string>& env) {
   for (const auto& spec : o.exports) {
     auto eq = spec.find('=');
     std::string name = spec.substr(0, eq);
@@ -157,6 +147,57 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
       throw ConfigError(fmt::format("-x {}: {} is not set in this environment (use -x {}=VALUE)", name, name, name));
     }
   }
+}
+
+// What every rank gets (-x): the rendezvous, the run directory and attempt, the worker's settings.
+std::map<std::string, std::string> rankExports(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan,
+                                               bool allHere) {
+  std::map<std::string, std::string> env;
+  env[std::string(ddp::env::kMasterAddr)] = plan.masterAddr;
+  env[std::string(ddp::env::kMasterPort)] = std::to_string(plan.masterPort);
+  env[std::string(ddp::env::kRunDir)] = plan.runDir;
+  env[std::string(ddp::env::kAttempt)] = std::to_string(ctx.attempt);
+  env[std::string(ddp::env::kOutput)] = o.output;
+  env[std::string(ddp::env::kGraceSeconds)] = fmt::format("{}", static_cast<int>(o.graceSeconds + 0.5));
+  env[std::string(ddp::env::kGpuBinding)] = o.gpuBinding ? "local-rank" : "none";
+  env[std::string(ddp::env::kLogLevel)] = o.logLevel;
+  if (ctx.controlPort > 0) {
+    env[std::string(ddp::env::kControl)] = fmt::format("{}:{}", allHere ? "127.0.0.1" : ctx.localHost, ctx.controlPort);
+    env[std::string(ddp::env::kControlToken)] = ctx.controlToken;
+  }
+  ncclCapture(o, ctx, plan, env);
+  userExports(o, ctx, env);
+  return env;
+}
+
+std::vector<std::string> mpirunArgv(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan,
+                                    bool oversubscribe) {
+  std::vector<std::string> a = {ctx.mpirun, "-np", std::to_string(plan.np), "--host", hostsArgument(plan.hosts)};
+  if (oversubscribe) a.push_back("--oversubscribe");
+  // Open MPI binds each rank to one core by default, which starves a rank's data-loader and
+  // intra-op threads; ranks are left to the scheduler (or to the user's --mpi-args).
+  a.insert(a.end(), {"--bind-to", "none"});
+  for (const auto& [name, value] : plan.rankEnv) a.insert(a.end(), {"-x", name});
+  for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
+  a.insert(a.end(), {ctx.worker, "worker", "--"});
+  a.insert(a.end(), o.program.begin(), o.program.end());
+  return a;
+}
+
+}  // namespace
+
+LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
+  checkOptions(o);
+  LaunchPlan plan;
+  const bool oversubscribe = placeRanks(o, ctx, plan);
+  plan.runDir = !o.runDir.empty() ? o.runDir
+                                  : fmt::format("ddprun-runs/{}-{}", ctx.timestamp, basename(o.program.front()));
+  if (plan.runDir.front() != '/') plan.runDir = (ctx.cwd == "/" ? "" : ctx.cwd) + "/" + plan.runDir;
+  const auto& first = plan.hosts.front().host;
+  const bool allHere = plan.localOnly || (plan.hosts.size() == 1 && isLocalName(first, ctx.localHost));
+  plan.masterAddr = allHere ? "127.0.0.1" : first;
+  plan.masterPort = ctx.masterPort;
+  plan.rankEnv = rankExports(o, ctx, plan, allHere);
   // A rank whose program called MPI_Init and then died is ddprun's to report and tear down: without
   // this, mpirun aborts the job itself ("exiting improperly"), racing the orderly teardown.
   plan.mpirunEnv[std::string(ddp::env::kOmpiAllowExitWithoutSync)] = "1";
@@ -164,18 +205,8 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
     plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRoot)] = "1";
     plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRootConfirm)] = "1";
   }
-
-  auto& a = plan.argv;
-  a = {ctx.mpirun, "-np", std::to_string(plan.np), "--host", hostsArgument(plan.hosts)};
-  if (oversubscribe) a.push_back("--oversubscribe");
-  // Open MPI binds each rank to one core by default, which starves a rank's data-loader and
-  // intra-op threads; ranks are left to the scheduler (or to the user's --mpi-args).
-  a.insert(a.end(), {"--bind-to", "none"});
-  for (const auto& [name, value] : env) a.insert(a.end(), {"-x", name});
-  for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
-  a.insert(a.end(), {ctx.worker, "worker", "--"});
   plan.program = o.program;
-  a.insert(a.end(), o.program.begin(), o.program.end());
+  plan.argv = mpirunArgv(o, ctx, plan, oversubscribe);
   return plan;
 }
 

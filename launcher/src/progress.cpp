@@ -3,24 +3,30 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace ddp::launcher {
+
+namespace {
+
+constexpr double kDecayPerSecond = 0.9;   // the last ~10 s weigh most
+constexpr double kMinSamples = 4;         // per rank, before it is judged
+constexpr double kOthersWaitShare = 0.3;  // the others must be seen waiting at least this much ...
+constexpr double kLaggardRatio = 0.5;     // ... and the laggard at most half as much as they are
+
+}  // namespace
 
 void ProgressMeter::update(int rank, const StepProgress& where, double t) {
   const long long step = where.step;
   if (rank < 0 || step < 0) return;
   completed_[rank] = std::max(completed_[rank], where.done() ? step + 1 : step);
-  at_[rank] = where;
-  // A rank that reaches comm_wait waits for every rank still computing the same step.
-  if (where.phase == Phase::kCommWait) {
-    for (const auto& [other, at] : at_)
-      if (other != rank && at.step == step && !at.done() && at.phase != Phase::kCommWait && at.phase != Phase::kOptimizer)
-        heldUp_[other] += 1;
-  }
-  if (t - lastDecay_ >= 1) {  // the last ~10 s count most
-    for (auto& [r, n] : heldUp_) n *= 0.9;
+  if (t - lastDecay_ >= 1) {
+    for (auto& [r, seen] : seen_) seen.waiting *= kDecayPerSecond, seen.samples *= kDecayPerSecond;
     lastDecay_ = t;
   }
+  auto& seen = seen_[rank];
+  seen.samples += 1;
+  if (where.phase == Phase::kCommWait) seen.waiting += 1;
   if (static_cast<int>(completed_.size()) < ranks_) return;
   long long job = completed_.begin()->second;
   for (const auto& [r, c] : completed_) job = std::min(job, c);
@@ -28,7 +34,25 @@ void ProgressMeter::update(int rank, const StepProgress& where, double t) {
   while (history_.size() > 2 && t - history_.front().first > 10) history_.pop_front();
 }
 
-std::optional<std::string> ProgressMeter::line(double t) {
+// "; the others wait for rank 2 (it waits 4 % of the time, they 85 %)", or "" when no rank stands out.
+std::string ProgressMeter::laggard() const {
+  if (ranks_ < 2 || static_cast<int>(seen_.size()) < ranks_) return "";
+  std::vector<std::pair<double, int>> shares;
+  for (const auto& [r, seen] : seen_) {
+    if (seen.samples < kMinSamples) return "";
+    shares.emplace_back(seen.waiting / seen.samples, r);
+  }
+  std::sort(shares.begin(), shares.end());
+  std::vector<double> others;
+  for (size_t i = 1; i < shares.size(); ++i) others.push_back(shares[i].first);
+  const double othersMedian = others[others.size() / 2];
+  const auto [least, rank] = shares.front();
+  if (othersMedian < kOthersWaitShare || least > kLaggardRatio * othersMedian) return "";
+  return fmt::format("; the others wait for rank {} (it waits {:.0f} % of the time, they {:.0f} %)", rank, 100 * least,
+                     100 * othersMedian);
+}
+
+std::optional<std::string> ProgressMeter::line(double t) const {
   if (static_cast<int>(completed_.size()) < ranks_ || history_.empty()) return std::nullopt;
   const long long job = history_.back().second;
   std::string out = total_ ? fmt::format("step {}/{} ({:.0f} %)", job, *total_, 100.0 * static_cast<double>(job) / static_cast<double>(std::max(1LL, *total_)))
@@ -44,15 +68,7 @@ std::optional<std::string> ProgressMeter::line(double t) {
                          : fmt::format(", ETA {}:{:02}", eta / 60, eta % 60);
     }
   }
-  double waits = 0;
-  int laggard = -1;
-  for (const auto& [r, n] : heldUp_) {
-    waits += n;
-    if (laggard < 0 || n > heldUp_[laggard]) laggard = r;
-  }
-  if (laggard >= 0 && waits >= 4 && ranks_ > 1)
-    out += fmt::format("; the others wait most for rank {} ({:.0f} % of waits)", laggard, 100 * heldUp_[laggard] / waits);
-  return out;
+  return out + laggard();
 }
 
 void ProgressDisplay::tick(double t) {

@@ -1,9 +1,11 @@
 #pragma once
 // Live progress of a profiled run on ddprun's console (docs/launcher.md): steps/s of the job
 // (its slowest rank), the ETA when the step count is known, and the rank that holds the others
-// up most. Ranks of a synchronous job are never more than a step apart, so "lagging" means: seen
-// still computing a step while other ranks already wait for it in comm_wait. Fed from the
-// workers' heartbeats; pure, so that it is tested without a job.
+// up. Each heartbeat is a sample of where a rank is; in a synchronous job the others wait (in
+// comm_wait) for the slowest, so the rank seen waiting least while the others are seen waiting
+// most is the one they wait for. Shares of samples, not the order in which the ranks' samples
+// arrive: the workers sample independently, so a step's samples of different ranks rarely line
+// up. Fed from the workers' heartbeats; pure, so that it is tested without a job.
 
 #include "ddp/common/step_record.hpp"
 
@@ -22,16 +24,19 @@ class ProgressMeter {
   ProgressMeter(int ranks, std::optional<long long> totalSteps) : ranks_(ranks), total_(totalSteps) {}
   // Rank `rank` is at `where` (its heartbeat; step 0-based); t in seconds.
   void update(int rank, const StepProgress& where, double t);
-  // "step 120/200 (60 %), 8.1 steps/s, ETA 0:10; the others wait most for rank 2 (75 % of waits)";
-  // none before every rank has reported a step.
-  std::optional<std::string> line(double t);
+  // "step 120/200 (60 %), 8.1 steps/s, ETA 0:10; the others wait for rank 2 (it waits 4 % of the
+  // time, they 85 %)"; none before every rank has reported a step.
+  std::optional<std::string> line(double t) const;
 
  private:
+  std::string laggard() const;
   int ranks_;
   std::optional<long long> total_;
   std::map<int, long long> completed_;                 // rank -> steps completed
-  std::map<int, StepProgress> at_;                     // rank -> where it was last heard
-  std::map<int, double> heldUp_;                       // rank -> decaying count of waits on it
+  struct Seen {
+    double waiting = 0, samples = 0;  // decaying counts of its heartbeats, in comm_wait and in all
+  };
+  std::map<int, Seen> seen_;
   double lastDecay_ = 0;
   std::deque<std::pair<double, long long>> history_;   // (t, job's completed steps), the last ~10 s
 };

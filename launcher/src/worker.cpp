@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <poll.h>
+#include <random>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kRendezvousTimeout = std::chrono::seconds(600);  // ddprun's own limit is shorter; this one guards an orphan
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(300);
 constexpr auto kBeatInterval = std::chrono::milliseconds(250);
+constexpr auto kBeatJitter = std::chrono::milliseconds(50);
 constexpr int kPollMs = 50;
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("ddprun"); }
@@ -374,7 +376,9 @@ class ProgramWatch {
   }
   void beat(Clock::time_point now) {
     if (now < nextBeat_ || !link_.connected()) return;
-    nextBeat_ = now + kBeatInterval;
+    // A jittered interval: a fixed one can beat in step with the training loop and see the same
+    // phase every time (ddprun's live progress reads these as samples of where the rank is).
+    nextBeat_ = now + kBeatInterval - kBeatJitter + std::chrono::milliseconds(rng_() % (2 * kBeatJitter.count() + 1));
     if (auto progress = heartbeat_.poll()) link_.send(control::Beat{*progress});
   }
   void escalate(Clock::time_point now) {
@@ -397,6 +401,7 @@ class ProgramWatch {
   std::optional<ExitStatus> status_;
   std::optional<Clock::time_point> killAt_, drainUntil_;
   Clock::time_point nextBeat_{};
+  std::minstd_rand rng_{static_cast<unsigned>(::getpid())};
 };
 
 // Ends the worker without running the program (torn down before it started, or it could not
@@ -408,6 +413,19 @@ int endWithoutProgram(const WorkerConfig& c, ControlLink& link, RankExitRecord& 
   const bool reported = link.connected();
   link.finish();
   return reported ? 0 : code;
+}
+
+// The program in a process group of its own, killed with the worker, with the rank contract in
+// its environment and without ddprun's control variables.
+SpawnOptions programSpawn(const std::vector<std::string>& program, const WorkerConfig& c, const control::Start& start,
+                          const Environment& environment, int gpus) {
+  SpawnOptions spawn;
+  spawn.argv = program;
+  spawn.setEnv = rankEnvironment(c.id, start.nodeRank, start.nodes, environment, gpus, c.gpuBinding);
+  spawn.unsetEnv = {std::string(env::kControl), std::string(env::kControlToken)};
+  spawn.newProcessGroup = true;
+  spawn.killWithParent = true;
+  return spawn;
 }
 
 }  // namespace
@@ -458,15 +476,10 @@ int runWorker(const std::vector<std::string>& program) {
   }
 
   Relay relay(openRankLog(c), fmt::format("[{}:{}] ", c.host, c.id.rank), c.output.shows(c.id.rank));
+  const int gpus = countGpus();
+  auto spawn = programSpawn(program, c, start, environment, gpus);
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw Error("pipe2 failed");
-  SpawnOptions spawn;
-  spawn.argv = program;
-  const int gpus = countGpus();
-  spawn.setEnv = rankEnvironment(c.id, start.nodeRank, start.nodes, environment, gpus, c.gpuBinding);
-  spawn.unsetEnv = {std::string(env::kControl), std::string(env::kControlToken)};
-  spawn.newProcessGroup = true;
-  spawn.killWithParent = true;
   spawn.stdoutFd = out[1];
   spawn.stderrFd = err[1];
   Process child;

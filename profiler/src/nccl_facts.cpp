@@ -77,52 +77,72 @@ void NcclFactsBuilder::addLine(std::string_view line) {
 }
 
 void NcclFactsBuilder::addMessage(const NcclLine& l) {
-  auto& f = facts_;
   const std::string_view m = l.message;
-  if (l.hasPrefix && !l.host.empty() && l.host != lastHost_ && f.hosts.size() < 100000) {
-    f.hosts.emplace(l.host);
+  if (l.hasPrefix && !l.host.empty() && l.host != lastHost_ && facts_.hosts.size() < 100000) {
+    facts_.hosts.emplace(l.host);
     lastHost_ = l.host;
   }
-  // The bulk of a long log is COLL records and edges: they are dispatched on their first
-  // characters before any of the rarer, costlier checks run.
-  if (l.level != Level::kWarn) {
-    if (!m.empty() && (m[0] == 'C' || m[0] == 'R')) {
-      if (auto edge = parseEdge(m)) {
-        addEdge(*edge);
-        return;
-      }
-    }
-    size_t colon = m.find(':');
-    if (colon != std::string_view::npos && colon < 24 && m.substr(colon, 10) == ": opCount ") {
-      if (auto coll = parseCollSummary(m)) {
-        addColl(*coll);
-        return;
-      }
-    }
-  }
+  if (l.level != Level::kWarn && addHotLine(m)) return;
   const auto failure = classifyFailure(m);
-  if (failure) f.failureKinds.insert(*failure);
+  if (failure) facts_.failureKinds.insert(*failure);
   if (l.level == Level::kWarn) {
-    ++f.warnLines;
-    if (f.warnings.size() < NcclFacts::kMaxWarnings)
-      f.warnings.push_back({std::string(l.host), l.pid, l.dev, std::string(l.file), l.fileLine, std::string(m), failure});
-    else
-      ++f.warningsDropped;
+    addWarning(l, failure);
     return;
   }
+  if (addSetting(m)) return;
+  addInitFacts(l);
+  addNetwork(m);
+}
+
+// The bulk of a long log is COLL records and edges: they are dispatched on their first
+// characters before any of the rarer, costlier checks run.
+bool NcclFactsBuilder::addHotLine(std::string_view m) {
+  if (!m.empty() && (m[0] == 'C' || m[0] == 'R')) {
+    if (auto edge = parseEdge(m)) {
+      addEdge(*edge);
+      return true;
+    }
+  }
+  const size_t colon = m.find(':');
+  if (colon != std::string_view::npos && colon < 24 && m.substr(colon, 10) == ": opCount ") {
+    if (auto coll = parseCollSummary(m)) {
+      addColl(*coll);
+      return true;
+    }
+  }
+  return false;
+}
+
+void NcclFactsBuilder::addWarning(const NcclLine& l, std::optional<FailureKind> failure) {
+  auto& f = facts_;
+  ++f.warnLines;
+  if (f.warnings.size() < NcclFacts::kMaxWarnings)
+    f.warnings.push_back({std::string(l.host), l.pid, l.dev, std::string(l.file), l.fileLine, std::string(l.message), failure});
+  else
+    ++f.warningsDropped;
+}
+
+bool NcclFactsBuilder::addSetting(std::string_view m) {
+  auto& f = facts_;
   if (auto env = parseEnvOverride(m)) {
     f.envOverrides[std::string(env->name)] = std::string(env->value);
-    return;
+    return true;
   }
   if (auto version = parseVersion(m)) {
     f.ncclVersion = std::string(version->nccl);
     if (!version->cuda.empty()) f.cudaVersion = std::string(version->cuda);
-    return;
+    return true;
   }
   if (auto code = returnCode(m)) {
     ++f.returnCodes[*code];
-    return;
+    return true;
   }
+  return false;
+}
+
+void NcclFactsBuilder::addInitFacts(const NcclLine& l) {
+  auto& f = facts_;
+  const std::string_view m = l.message;
   if (startsWith(m, "Init timings")) {
     InitTiming t;
     t.rank = static_cast<int>(numberAfter(m, "rank").value_or(-1));
@@ -140,6 +160,10 @@ void NcclFactsBuilder::addMessage(const NcclLine& l) {
       f.rankHosts[static_cast<int>(*rank)] = std::string(l.host);
   }
   if (auto driver = numberAfter(m, "cudaDriverVersion")) f.cudaDriverVersion = *driver;
+}
+
+void NcclFactsBuilder::addNetwork(std::string_view m) {
+  auto& f = facts_;
   if (startsWith(m, "Using network ")) {
     f.network = std::string(trimValue(m.substr(14)));
   } else if (startsWith(m, "NET/IB : Using ") || startsWith(m, "NET/IB: Using ")) {
@@ -285,15 +309,11 @@ NcclFacts readNcclLogs(const std::vector<std::string>& paths) {
   return builder.finish();
 }
 
-nlohmann::json toJson(const NcclFacts& f) {
+namespace {
+
+// The edges, and the transport matrix over the ranks they name (cells "P2P+SHM", null for none).
+std::pair<nlohmann::json, nlohmann::json> edgesJson(const NcclFacts& f) {
   using nlohmann::json;
-  auto optional = [](const auto& v) { return v ? json(*v) : json(nullptr); };
-  std::vector<std::string> transports;
-  for (auto t : f.transports) transports.emplace_back(transportClassName(t));
-  std::sort(transports.begin(), transports.end());
-  std::vector<std::string> kinds;
-  for (auto k : f.failureKinds) kinds.emplace_back(failureKindName(k));
-  std::sort(kinds.begin(), kinds.end());
   json edges = json::array();
   std::set<int> ranks;
   std::map<std::pair<int, int>, std::set<std::string>> cells;
@@ -306,11 +326,10 @@ nlohmann::json toJson(const NcclFacts& f) {
     ranks.insert(e.to);
     cells[{e.from, e.to}].emplace(transportClassName(e.transport));
   }
-  std::vector<int> rankList(ranks.begin(), ranks.end());
   json rows = json::array();
-  for (int from : rankList) {
+  for (int from : ranks) {
     json row = json::array();
-    for (int to : rankList) {
+    for (int to : ranks) {
       auto it = cells.find({from, to});
       if (it == cells.end()) {
         row.push_back(nullptr);
@@ -322,6 +341,21 @@ nlohmann::json toJson(const NcclFacts& f) {
     }
     rows.push_back(std::move(row));
   }
+  return {edges, json{{"ranks", std::vector<int>(ranks.begin(), ranks.end())}, {"cells", rows}}};
+}
+
+}  // namespace
+
+nlohmann::json toJson(const NcclFacts& f) {
+  using nlohmann::json;
+  auto optional = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  std::vector<std::string> transports;
+  for (auto t : f.transports) transports.emplace_back(transportClassName(t));
+  std::sort(transports.begin(), transports.end());
+  std::vector<std::string> kinds;
+  for (auto k : f.failureKinds) kinds.emplace_back(failureKindName(k));
+  std::sort(kinds.begin(), kinds.end());
+  const auto [edges, matrix] = edgesJson(f);
   json warnings = json::array();
   for (const auto& w : f.warnings) {
     warnings.push_back({{"host", w.host}, {"pid", w.pid}, {"dev", w.dev},
@@ -354,7 +388,7 @@ nlohmann::json toJson(const NcclFacts& f) {
           {"has_warn", f.hasWarn()},
           {"failure_kinds", kinds},
           {"edges", edges},
-          {"matrix", {{"ranks", rankList}, {"cells", rows}}},
+          {"matrix", matrix},
           {"rank_hosts", rankHosts},
           {"warnings", warnings},
           {"warnings_dropped", f.warningsDropped},

@@ -4,6 +4,7 @@
 #include "ddp/comm/bench/engine.hpp"
 #include "ddp/comm/bench/report.hpp"
 #include "ddp/common/error.hpp"
+#include "ddp/common/log.hpp"
 #include "ddp/common/files.hpp"
 #include "ddp/comm/mpi_session.hpp"
 #include "ddp/comm/registry.hpp"
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (isFirstRankProcess()) std::cerr << "ddpbench: " << e.what() << " (see --help)\n";
+    if (isFirstRankProcess()) ddp::log::get("ddpbench")->error("{} (see --help)", e.what());
     return 2;
   }
   if (o.listBackends) {
@@ -174,7 +175,7 @@ int main(int argc, char** argv) {
     return run(o);
   } catch (const std::exception& e) {
     const int code = ddp::exitCodeFor(e);
-    if (!MpiSession::active() || isFirstRankProcess() || code != 2) std::cerr << "ddpbench: " << e.what() << "\n";
+    if (!MpiSession::active() || isFirstRankProcess() || code != 2) ddp::log::get("ddpbench")->error("{}", e.what());
     MpiSession::abortJob(code);
     return code;
   }

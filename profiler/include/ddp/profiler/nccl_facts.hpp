@@ -76,6 +76,11 @@ class NcclFactsBuilder {
 
  private:
   void addMessage(const NcclLine& line);
+  bool addHotLine(std::string_view message);   // an edge or a COLL record: most of a long log
+  void addWarning(const NcclLine& line, std::optional<FailureKind> failure);
+  bool addSetting(std::string_view message);   // an env override, the version, a return code
+  void addInitFacts(const NcclLine& line);     // ranks, nodes, init timings, Init COMPLETE
+  void addNetwork(std::string_view message);   // the network and devices NCCL uses
   void addEdge(const Edge& edge);
   void addColl(const CollRecord& coll);
   std::string lastHost_;

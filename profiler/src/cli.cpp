@@ -1,0 +1,153 @@
+// ddprof's subcommands (docs/profiler.md).
+#include "ddp/profiler/cli.hpp"
+
+#include "ddp/common/error.hpp"
+#include "ddp/common/json_text.hpp"
+#include "ddp/common/log.hpp"
+#include "ddp/profiler/compare.hpp"
+#include "ddp/profiler/report.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace ddp::profiler {
+namespace {
+
+struct NcclOptions {
+  std::vector<std::string> files;
+  bool json = false;
+};
+
+struct ReportOptions {
+  std::string dir;
+  std::string format = "text";
+  bool write = true;
+};
+
+struct ScalingOptions {
+  std::vector<std::string> dirs;
+  bool json = false;
+  std::string format = "text";
+};
+
+struct CompareCli {
+  std::string dirA, dirB, labelA, labelB, priceA, priceB, instanceA, instanceB, datasetSize;
+  std::string format = "text";
+};
+
+int runNccl(const NcclOptions& o, std::ostream& out) {
+  auto facts = readNcclLogs(o.files);
+  if (o.json)
+    out << jsonText(toJson(facts), 2) << "\n";
+  else
+    out << renderNcclSummary(facts);
+  if (facts.linesRecognised == 0)
+    throw ConfigError(fmt::format("no NCCL log line in {} (run with NCCL_DEBUG=INFO)",
+                                  o.files.size() == 1 ? o.files[0] : "the files given"));
+  return 0;
+}
+
+int runReport(const ReportOptions& o, std::ostream& out) {
+  auto report = reportRun(o.dir, o.write);
+  out << (o.format == "json" ? report.json : o.format == "md" ? report.markdown : o.format == "html" ? report.html : report.text);
+  for (const auto& problem : report.problems) log::get("ddprof")->warn("{}", problem);
+  if (!report.usable) throw ConfigError(fmt::format("nothing usable in {}", o.dir));
+  return 0;
+}
+
+int runScaling(const ScalingOptions& o, std::ostream& out) {
+  std::vector<RunData> runs;
+  for (const auto& dir : o.dirs) runs.push_back(loadRun(dir));
+  auto scaling = analyseScaling(runs);
+  const auto format = o.json ? "json" : o.format;
+  out << (format == "json" ? jsonText(scalingJson(scaling), 2) + "\n"
+                : format == "html" ? renderScalingHtml(scaling) : renderScalingText(scaling));
+  return 0;
+}
+
+int runCompare(const CompareCli& o, std::ostream& out) {
+  // Every flag is checked before any run is read, so a typo costs nothing.
+  CompareOptions options;
+  options.a.label = o.labelA;
+  options.b.label = o.labelB;
+  if (!o.priceA.empty()) options.a.pricePerHour = parsePositive(o.priceA, "--price-a");
+  if (!o.priceB.empty()) options.b.pricePerHour = parsePositive(o.priceB, "--price-b");
+  if (!o.instanceA.empty()) options.a.instance = decodeInstance(o.instanceA);
+  if (!o.instanceB.empty()) options.b.instance = decodeInstance(o.instanceB);
+  if (!o.datasetSize.empty()) {
+    const double size = parsePositive(o.datasetSize, "--dataset-size");
+    if (size != static_cast<double>(static_cast<int64_t>(size)) || size > 1e15)
+      throw ConfigError(fmt::format("--dataset-size {} is not a whole number of samples", o.datasetSize));
+    options.datasetSize = static_cast<int64_t>(size);
+  }
+  const auto a = loadRun(o.dirA);
+  const auto b = loadRun(o.dirB);
+  const auto comparison = compareRuns(a, b, options);
+  out << (o.format == "json" ? jsonText(compareJson(comparison), 2) + "\n"
+                : o.format == "md" ? renderCompareMarkdown(comparison)
+                : o.format == "html" ? renderCompareHtml(comparison) : renderCompareText(comparison));
+  return 0;
+}
+
+}  // namespace
+
+int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
+  CLI::App app{"ddprof: profile a ddprun run — NCCL log facts, step timings, scaling, diagnosis.", "ddprof"};
+  app.require_subcommand(1);
+  NcclOptions nccl;
+  auto* ncclCmd = app.add_subcommand("nccl", "Facts from NCCL_DEBUG logs: version, ranks, hosts, network, "
+                                             "transport matrix, GDR, errors.\n"
+                                             "Example: ddprof nccl run/nccl/*.log --json");
+  ncclCmd->add_option("files", nccl.files, "NCCL_DEBUG=INFO output files")->required();
+  ncclCmd->add_flag("--json", nccl.json, "Print the facts as one JSON object");
+  ReportOptions report;
+  auto* reportCmd = app.add_subcommand("report", "Analyse a run directory: findings with evidence and fixes, step "
+                                                 "phases, stragglers, NCCL facts. Writes report.txt, report.json and "
+                                                 "report.md into it.\nExample: ddprof report ddprun-runs/<run> --format md");
+  reportCmd->add_option("run_dir", report.dir, "The run directory (ddprun's, or one with timings/*.jsonl)")->required();
+  reportCmd->add_option("--format", report.format, "What to print: text | json | md | html")
+      ->check(CLI::IsMember({"text", "json", "md", "html"}))->capture_default_str();
+  bool noWrite = false;
+  reportCmd->add_flag("--no-write", noWrite, "Print only; do not write the report files");
+  ScalingOptions scaling;
+  auto* scalingCmd = app.add_subcommand("scaling", "Strong or weak scaling efficiency of the same job run at "
+                                                   "different world sizes.\nExample: ddprof scaling runs/np1 runs/np2 runs/np4");
+  scalingCmd->add_option("run_dirs", scaling.dirs, "Run directories, two or more")->required();
+  scalingCmd->add_flag("--json", scaling.json, "Print JSON (same as --format json)");
+  scalingCmd->add_option("--format", scaling.format, "text | json | html (a chart against ideal)")
+      ->check(CLI::IsMember({"text", "json", "html"}))->capture_default_str();
+  CompareCli compare;
+  auto* compareCmd = app.add_subcommand("compare", "Two runs of the same job side by side (e.g. an NVLink instance against "
+                                                   "ERI multi-node): transports, step time, throughput, efficiency, "
+                                                   "exposed communication, busbw, findings and, with prices, cost per "
+                                                   "1 M samples.\nExample: ddprof compare runs/gn7 runs/gn7i-eri "
+                                                   "--price-a 30 --price-b 12 --instance-a ecs.gn7-c96g8.24xlarge");
+  compareCmd->add_option("run_a", compare.dirA, "Run directory A")->required();
+  compareCmd->add_option("run_b", compare.dirB, "Run directory B")->required();
+  compareCmd->add_option("--price-a", compare.priceA, "A's price per instance-hour (any currency; e.g. 30.5)");
+  compareCmd->add_option("--price-b", compare.priceB, "B's price per instance-hour, in the same currency");
+  compareCmd->add_option("--label-a", compare.labelA, "A's name in the table (default: its directory name)");
+  compareCmd->add_option("--label-b", compare.labelB, "B's name in the table");
+  compareCmd->add_option("--instance-a", compare.instanceA, "A's instance type (e.g. ecs.gn7e-c32g1.32xlarge or gn7e)");
+  compareCmd->add_option("--instance-b", compare.instanceB, "B's instance type");
+  compareCmd->add_option("--dataset-size", compare.datasetSize, "Samples per epoch, for the time and cost of an epoch (e.g. 1281167)");
+  compareCmd->add_option("--format", compare.format, "text | json | md | html")
+      ->check(CLI::IsMember({"text", "json", "md", "html"}))->capture_default_str();
+  std::string logLevel = "info";
+  app.add_option("--log-level", logLevel, "ddprof's own messages (what could not be read): error, warn, info or debug");
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));  // CLI11 takes them in reverse
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, out);
+  } catch (const CLI::ParseError& e) {
+    throw ConfigError(fmt::format("{} (see --help)", e.what()));
+  }
+  log::setLevel(log::parseLevel(logLevel, "--log-level"));
+  report.write = !noWrite;
+  if (*ncclCmd) return runNccl(nccl, out);
+  if (*reportCmd) return runReport(report, out);
+  if (*scalingCmd) return runScaling(scaling, out);
+  return runCompare(compare, out);
+}
+
+}  // namespace ddp::profiler

@@ -2,6 +2,7 @@
 
 #include "ddp/common/error.hpp"
 #include "ddp/common/log.hpp"
+#include "ddp/common/run_layout.hpp"
 #include "ddp/config.hpp"
 #include "ddp/launcher/worker.hpp"
 
@@ -41,7 +42,8 @@ void addLaunchOptions(CLI::App& app, Parsed& p) {
   app.add_option("--hostfile", o.hostfile, "Open MPI / DeepSpeed hostfile, lines 'host slots=N'. Example: --hostfile hosts.txt");
   app.add_option("--nproc-per-node", o.nprocPerNode, "Slots on every host (torchrun's meaning). Example: --nproc-per-node 8");
   app.add_option("--run-dir", o.runDir, "Run directory (default ./ddprun-runs/<timestamp>-<program>). Example: --run-dir runs/a");
-  app.add_flag("--profile", o.profile, "Capture NCCL logs (NCCL_DEBUG=INFO into <run>/nccl) and print the profiler's report at the end");
+  app.add_flag("--profile", o.profile, fmt::format("Capture NCCL logs (NCCL_DEBUG=INFO into <run>/{}) and print the profiler's "
+                                                   "report at the end", RunLayout::kNcclName));
   app.add_option("--nccl-debug", o.ncclDebug, "NCCL_DEBUG for every rank. Example: --nccl-debug WARN");
   app.add_option("--nccl-subsys", o.ncclSubsys, "NCCL_DEBUG_SUBSYS for every rank. Example: --nccl-subsys INIT,NET");
   app.add_option("-x", o.exports, "Export a variable to every rank, VAR (its value here) or VAR=VALUE; repeatable. Example: -x OMP_NUM_THREADS=4")
@@ -57,8 +59,9 @@ void addLaunchOptions(CLI::App& app, Parsed& p) {
                  "step timers' timings files), report the stalled ranks with their stacks, stop the job and exit 124; "
                  "programs without step timings are judged by wall time. Example: --timeout 300")
       ->check(CLI::Range(0.0, 1e7));
-  app.add_option("--max-restarts", s.maxRestarts, "After a failure, run the whole job again up to N times (fresh MASTER_PORT, "
-                 "DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/attempts/K). Example: --max-restarts 2")
+  app.add_option("--max-restarts", s.maxRestarts, fmt::format("After a failure, run the whole job again up to N times (fresh "
+                 "MASTER_PORT, DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/{}). Example: --max-restarts 2",
+                 fmt::format("{}/K", RunLayout::kAttemptsName)))
       ->check(CLI::Range(0, 1000));
   app.add_option("--master-port", p.launch.masterPort, "MASTER_PORT for rank 0's rendezvous (default: a free port, a new one "
                  "per attempt). Example: --master-port 29500")->check(CLI::Range(1, 65535));

@@ -4,6 +4,7 @@
 #include "ddp/common/error.hpp"
 #include "ddp/common/json_text.hpp"
 #include "ddp/common/log.hpp"
+#include "ddp/common/run_layout.hpp"
 #include "ddp/profiler/compare.hpp"
 #include "ddp/profiler/report.hpp"
 
@@ -97,14 +98,14 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
   NcclOptions nccl;
   auto* ncclCmd = app.add_subcommand("nccl", "Facts from NCCL_DEBUG logs: version, ranks, hosts, network, "
                                              "transport matrix, GDR, errors.\n"
-                                             "Example: ddprof nccl run/nccl/*.log --json");
+                                             "Example: ddprof nccl RUN/nccl/*.log --json");
   ncclCmd->add_option("files", nccl.files, "NCCL_DEBUG=INFO output files")->required();
   ncclCmd->add_flag("--json", nccl.json, "Print the facts as one JSON object");
   ReportOptions report;
   auto* reportCmd = app.add_subcommand("report", "Analyse a run directory: findings with evidence and fixes, step "
                                                  "phases, stragglers, NCCL facts. Writes report.txt, report.json and "
                                                  "report.md into it.\nExample: ddprof report ddprun-runs/<run> --format md");
-  reportCmd->add_option("run_dir", report.dir, "The run directory (ddprun's, or one with timings/*.jsonl)")->required();
+  reportCmd->add_option("run_dir", report.dir, "The run directory (ddprun's, or one with " + RunLayout::timingsPattern() + ")")->required();
   reportCmd->add_option("--format", report.format, "What to print: text | json | md | html")
       ->check(CLI::IsMember({"text", "json", "md", "html"}))->capture_default_str();
   bool noWrite = false;

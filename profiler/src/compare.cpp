@@ -3,6 +3,7 @@
 #include "ddp/common/error.hpp"
 #include "html.hpp"
 
+#include "ddp/common/run_layout.hpp"
 #include "ddp/common/text.hpp"
 
 #include <fmt/format.h>
@@ -49,7 +50,7 @@ RunSummary summarise(const RunData& run, const CompareSide& side) {
     s.exposedCommShare = timing.exposedCommShare;
     s.parallelEfficiency = 1 - timing.exposedCommShare;
   } else {
-    s.missing.push_back("no step timings (timings/*.jsonl): step time, throughput and cost are unknown");
+    s.missing.push_back(fmt::format("no step timings ({}): step time, throughput and cost are unknown", RunLayout::timingsPattern()));
   }
   if (run.nccl) {
     for (auto t : run.nccl->transports) s.transports.emplace_back(transportClassName(t));

@@ -4,6 +4,7 @@
 #include "ddp/profiler/analysis.hpp"
 
 #include "ddp/common/enum_names.hpp"
+#include "ddp/common/run_layout.hpp"
 #include "ddp/common/text.hpp"
 
 #include <fmt/format.h>
@@ -50,7 +51,8 @@ void failedRanks(const RunData& run, const TimingAnalysis&, Findings& out) {
                     e.signal ? fmt::format("was killed by signal {}", *e.signal) : fmt::format("exited with code {}", *e.exitCode),
                     e.culprit() ? " (the first failure)" : ""),
         e.signal == kSigKill ? "SIGKILL is often the kernel's OOM killer: check dmesg, lower the batch or memory use"
-                             : "read this rank's log (ranks/rank-NNNNN.log) for the error; other ranks failing after it are collateral");
+                             : fmt::format("read this rank's log ({}) for the error; other ranks failing after it are collateral",
+                                           RunLayout(run.dir).rankLog(e.rank)));
   }
   if (!collateral.empty())
     add(out, FindingKind::kRanksStopped, Severity::kInfo, collateral,
@@ -64,7 +66,7 @@ void restarts(const RunData& run, const TimingAnalysis&, Findings& out) {
   for (size_t i = 0; i + 1 < run.attempts.size(); ++i) {
     const auto& before = run.attempts[i];
     const auto& after = run.attempts[i + 1];
-    const std::string where = fmt::format("attempts/{}/ranks", before.attempt);
+    const std::string where = RunLayout(run.dir).attempt(before.attempt).ranksDir();
     if (!before.lastStep) {
       add(out, FindingKind::kRestart, Severity::kInfo, {},
           fmt::format("attempt {} failed before its first step; attempt {} started over", before.attempt, after.attempt),

@@ -172,8 +172,7 @@ RunData loadRun(const std::string& dir) {
   const auto exitFiles = layout.exitFiles();
   const auto ncclFiles = layout.ncclLogs();
   if (timingFiles.empty() && exitFiles.empty() && ncclFiles.empty() && !layout.hasManifest())
-    throw ConfigError(fmt::format("{} is not a run directory: it has no run.json, timings/*.jsonl, "
-                                  "ranks/*.exit.json or nccl/*.log", dir));
+    throw ConfigError(fmt::format("{} is not a run directory: it has no {}", dir, RunLayout::whatMarksARun()));
   RunData run;
   run.dir = dir;
   if (layout.hasManifest()) loadManifest(layout.manifest(), run);

@@ -16,6 +16,7 @@
 //   report.{txt,json,md,html}, trace.json   the profiler's reports
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddp {
@@ -24,6 +25,18 @@ enum class ReportFile { kText, kJson, kMarkdown, kHtml, kTrace };
 
 class RunLayout {
  public:
+  // The names of the parts, for messages and help texts (the paths come from the functions).
+  static constexpr std::string_view kManifestName = "run.json";
+  static constexpr std::string_view kRanksName = "ranks";
+  static constexpr std::string_view kTimingsName = "timings";
+  static constexpr std::string_view kUtilName = "util";
+  static constexpr std::string_view kNcclName = "nccl";
+  static constexpr std::string_view kAttemptsName = "attempts";
+  // "run.json, timings/*.jsonl, ranks/*.exit.json or nccl/*.log": what makes a run directory.
+  static std::string whatMarksARun();
+  // "timings/*.jsonl"
+  static std::string timingsPattern();
+
   explicit RunLayout(std::string root);
   const std::string& root() const { return root_; }
 

@@ -20,13 +20,15 @@ mpirun=(mpirun --oversubscribe --bind-to none)
 ours() {  # ours IMPL MODEL NP BATCH STEPS TRAIN_ARGS...
   local impl=$1 model=$2 np=$3 batch=$4 steps=$5
   shift 5
-  local line
-  line=$("${mpirun[@]}" -np "$np" "$build/examples/train" --model "$model" --batch-size "$batch" \
-           --steps "$steps" --threads 1 "$@" | grep '^train: steps=')
-  # train: steps=N step_ms_median=X samples_per_s=Y loss=Z ...
+  local out line params
+  out=$("${mpirun[@]}" -np "$np" "$build/examples/train" --model "$model" --batch-size "$batch" \
+          --steps "$steps" --threads 1 "$@")
+  # train: model=M params=P ...  and  train: steps=N step_ms_median=X samples_per_s=Y loss=Z ...
+  line=$(grep '^train: steps=' <<<"$out")
+  params=$(grep -o ' params=[0-9]*' <<<"$out" | head -1)
   local ms=${line#*step_ms_median=}
   ms=${ms%% *}
-  echo "{\"impl\": \"$impl\", \"model\": \"$model\", \"np\": $np, \"batch\": $batch, \"step_ms_median\": $ms}" >>"$results"
+  echo "{\"impl\": \"$impl\", \"model\": \"$model\", \"np\": $np, \"batch\": $batch, \"params\": ${params#*=}, \"step_ms_median\": $ms}" >>"$results"
 }
 
 for model in mlp resnet18; do

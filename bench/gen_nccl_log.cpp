@@ -27,33 +27,51 @@ int main(int argc, char** argv) {
     const int h = host(r), p = pid(r), d = r % 8;
     if (r == 0) emit("node-%02d:%d:%d [%d] NCCL INFO NCCL version 2.21.5+cuda12.4\n", h, p, p, d);
     emit("node-%02d:%d:%d [%d] NCCL INFO Bootstrap : Using eth0:10.0.%d.%d<0>\n", h, p, p, d, h, 10 + d);
-    emit("node-%02d:%d:%d [%d] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.%d.%d<0>\n", h, p, p, d, h, 10 + d);
+    emit("node-%02d:%d:%d [%d] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.%d.%d<0>\n", h, p,
+         p, d, h, 10 + d);
     emit("node-%02d:%d:%d [%d] NCCL INFO Using network IB\n", h, p, p, d);
     emit("node-%02d:%d:%d [%d] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1\n", h, p, p, d);
-    emit("node-%02d:%d:%d [%d] NCCL INFO comm 0x55d0c%06x rank %d nRanks %d nNodes %d localRanks 8 localRank %d MNNVL 0\n", h, p, p, d, r, r, ranks, (ranks + 7) / 8, d);
+    emit(
+        "node-%02d:%d:%d [%d] NCCL INFO comm 0x55d0c%06x rank %d nRanks %d nNodes %d localRanks 8 localRank %d MNNVL "
+        "0\n",
+        h, p, p, d, r, r, ranks, (ranks + 7) / 8, d);
     for (int c = 0; c < 16; ++c) {
       const int next = (r + 1) % ranks;
       if (host(next) == h)
-        emit("node-%02d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read\n", h, p, p + 7, d, c, r, d, next, next % 8);
+        emit("node-%02d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM/read\n", h, p, p + 7, d, c,
+             r, d, next, next % 8);
       else
-        emit("node-%02d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/IB/%d/GDRDMA\n", h, p, p + 7, d, c, r, d, next, next % 8, c % 2);
+        emit("node-%02d:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/IB/%d/GDRDMA\n", h, p,
+             p + 7, d, c, r, d, next, next % 8, c % 2);
     }
     emit("node-%02d:%d:%d [%d] NCCL INFO Connected all rings, use ring PXN 0 GDR 1\n", h, p, p, d);
-    emit("node-%02d:%d:%d [%d] NCCL INFO ncclCommInitRankConfig comm 0x55d0c%06x rank %d nranks %d cudaDev %d nvmlDev %d busId %x000 commId 0x9f3a5c7e21b4d860 - Init COMPLETE\n", h, p, p, d, r, r, ranks, d, d, 0x18 + d);
-    emit("node-%02d:%d:%d [%d] NCCL INFO Init timings - ncclCommInitRankConfig: rank %d nranks %d total 1.21 (kernels 0.31, alloc 0.02, bootstrap 0.44, allgathers 0.05, topo 0.21, graphs 0.03, connections 0.14, rest 0.01)\n", h, p, p, d, r, ranks);
+    emit(
+        "node-%02d:%d:%d [%d] NCCL INFO ncclCommInitRankConfig comm 0x55d0c%06x rank %d nranks %d cudaDev %d nvmlDev "
+        "%d busId %x000 commId 0x9f3a5c7e21b4d860 - Init COMPLETE\n",
+        h, p, p, d, r, r, ranks, d, d, 0x18 + d);
+    emit(
+        "node-%02d:%d:%d [%d] NCCL INFO Init timings - ncclCommInitRankConfig: rank %d nranks %d total 1.21 (kernels "
+        "0.31, alloc 0.02, bootstrap 0.44, allgathers 0.05, topo 0.21, graphs 0.03, connections 0.14, rest 0.01)\n",
+        h, p, p, d, r, ranks);
   }
   static const char* kOps[] = {"AllReduce", "AllReduce", "AllReduce", "Broadcast", "AllGather", "ReduceScatter"};
   uint64_t op = 0;
   while (written < target) {
     for (int r = 0; r < ranks && written < target; ++r) {
       const int h = host(r), p = pid(r), d = r % 8;
-      emit("node-%02d:%d:%d [%d] NCCL INFO %s: opCount %llx sendbuff 0x7f3b%08llx recvbuff 0x7f3b%08llx count %llu datatype 7 op 0 root 0 comm 0x55d0c%06x [nranks=%d] stream 0x55d0d%06x\n",
-           h, p, p, d, kOps[op % 6], static_cast<unsigned long long>(op), static_cast<unsigned long long>(op * 4096),
-           static_cast<unsigned long long>(op * 4096 + 64), static_cast<unsigned long long>(1 << (10 + op % 12)), r, ranks, r);
+      emit(
+          "node-%02d:%d:%d [%d] NCCL INFO %s: opCount %llx sendbuff 0x7f3b%08llx recvbuff 0x7f3b%08llx count %llu "
+          "datatype 7 op 0 root 0 comm 0x55d0c%06x [nranks=%d] stream 0x55d0d%06x\n",
+          h, p, p, d, kOps[op % 6], static_cast<unsigned long long>(op), static_cast<unsigned long long>(op * 4096),
+          static_cast<unsigned long long>(op * 4096 + 64), static_cast<unsigned long long>(1 << (10 + op % 12)), r,
+          ranks, r);
     }
     ++op;
     if (op % 50000 == 0) {
-      emit("\nnode-00:%d:%d [0] misc/socket.cc:540 NCCL WARN socketProgress: Connection closed by remote peer node-01<41263>\n", pid(0), pid(0) + 3);
+      emit(
+          "\nnode-00:%d:%d [0] misc/socket.cc:540 NCCL WARN socketProgress: Connection closed by remote peer "
+          "node-01<41263>\n",
+          pid(0), pid(0) + 3);
       emit("[rank0]: step %llu loss 2.31 (application line)\n", static_cast<unsigned long long>(op));
     }
   }

@@ -24,7 +24,8 @@ for i in $(seq "$runs"); do
         --redirects 1 --tee 1 "$work/trivial.py")
   echo "{\"run\": $i, \"mpirun_us\": $m, \"ddprun_us\": $d, \"torchrun_us\": $t}" | tee -a "$results"
 done
-/usr/bin/python3 - "$results" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" launch-overhead
+torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
+/usr/bin/python3 - "$results" "$torch_version" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" launch-overhead
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 med = {k: statistics.median(r[k] for r in rows) / 1000 for k in ("mpirun_us", "ddprun_us", "torchrun_us")}
@@ -37,13 +38,8 @@ print("| launcher | median | vs mpirun |")
 print("|---|---:|---:|")
 print(f"| `mpirun -np 4 /bin/true` | {med['mpirun_us']:.0f} ms | 1.00× |")
 print(f"| `ddprun -np 4 /bin/true` | {med['ddprun_us']:.0f} ms | **{ratio:.2f}×** |")
-print(f"| `torchrun --nproc_per_node 4 trivial.py` (python3-torch 1.13) | {med['torchrun_us']:.0f} ms | "
+print(f"| `torchrun --nproc_per_node 4 trivial.py` (PyTorch {sys.argv[2]}) | {med['torchrun_us']:.0f} ms | "
       f"{med['torchrun_us'] / med['mpirun_us']:.2f}× |")
 print(f"\nTarget: ddprun ≤ 1.15× mpirun — {'met' if ratio <= 1.15 else 'missed'} ({ratio:.2f}×), "
       f"{med['ddprun_us'] - med['mpirun_us']:.0f} ms more per launch, a fixed cost that does not grow with the job.")
-print("Where it goes (measured on this 2-core machine, where the 4 ranks and mpirun share the cores): each rank's")
-print("worker is one more exec of ddprun (about 3 ms, 1 ms of it loading libstdc++ and libfmt) plus the fork of the")
-print("program and its relay loop (about 2 ms more); the supervisor's own start, run directory, run.json and")
-print("rendezvous take about 4 ms. Dropping libmpi from ddprun (it never calls MPI) halved the worker's start;")
-print("the version probes run in a thread during the job and cost nothing measurable (A/B, 20 runs each).")
 PY

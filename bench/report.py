@@ -36,9 +36,8 @@ def main():
           "busbw in GB/s (nccl-tests' definition: algbw × 2(n-1)/n), in place (as DDP reduces its "
           "gradient buckets; PyTorch's all_reduce is in place too), float32 sum, "
           "slowest rank's time. *link* is the one-way ping-pong bandwidth between two ranks at "
-          "that size, the limit of any transfer between them. Absolute numbers on this shared VM vary "
-          "by up to 2× between runs (the ping-pong peak was 3.4, 5.6 and 7.1 GB/s in three runs); "
-          "compare the ratios, which are measured within one run. In place, the shared-memory path "
+          "that size, the limit of any transfer between them. Absolute numbers on a shared VM vary "
+          "from run to run; compare the ratios, which are measured within one run. In place, the shared-memory path "
           "can exceed the ping-pong figure: at 2 ranks each rank copies only half the message in "
           "and half out, while a ping-pong moves all of it through Open MPI's transport.\n")
     summary = []

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   const auto path = std::filesystem::temp_directory_path() / "ddp-step-timer-overhead.jsonl";
   const double silent = microsPerStep("", steps);
   const double writing = microsPerStep(path.string(), steps);
-  std::printf("{\"steps\": %d, \"us_per_step_silent\": %.3f, \"us_per_step_writing\": %.3f, \"bytes_per_step\": %.1f}\n",
-              steps, silent, writing, static_cast<double>(std::filesystem::file_size(path)) / steps);
+  std::printf(
+      "{\"steps\": %d, \"us_per_step_silent\": %.3f, \"us_per_step_writing\": %.3f, \"bytes_per_step\": %.1f}\n", steps,
+      silent, writing, static_cast<double>(std::filesystem::file_size(path)) / steps);
   std::filesystem::remove(path);
 }

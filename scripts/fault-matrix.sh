@@ -54,7 +54,7 @@ others = all(r["status"] == "collateral" for k, r in records.items() if k != ran
 # Detection: from the fault (the culprit's end; for a hang, when it entered the phase it never left,
 # its progress file's last rewrite) to ddprun noticing; teardown: from then (for a hang, from when
 # the stacks were taken) to ddprun's end.
-stacks = 0.0
+detection = stacks = None  # measured for hangs only: a crash is its own detection
 if kind == "hang":
     fault_us = os.path.getmtime(f"{run}/timings/rank-{rank:05d}.progress") * 1e6
     hang = manifest["hang"]
@@ -63,12 +63,13 @@ if kind == "hang":
     teardown = (manifest["end_unix_us"] - hang["stacks_done_unix_us"]) / 1e6
     ok_time = detection <= timeout + 1 and teardown <= 5
 else:
-    detection = 0.0
     teardown = (manifest["end_unix_us"] - records[rank]["end_unix_us"]) / 1e6
     ok_time = teardown <= 5
 ok = code == expected_code and named and others and left == 0 and ok_time
 print(json.dumps({"kind": kind, "rank": rank, "np": np, "exit": code, "expected": expected_code, "culprit_named": named,
-                  "others_collateral": others, "detection_s": round(detection, 2), "stacks_s": round(stacks, 2),
+                  "others_collateral": others,
+                  "detection_s": None if detection is None else round(detection, 2),
+                  "stacks_s": None if stacks is None else round(stacks, 2),
                   "teardown_s": round(teardown, 2), "left": left, "ok": ok}))
 PY
 }
@@ -111,6 +112,7 @@ fi
 import json, subprocess, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 smoke, root = sys.argv[2] == "1", sys.argv[3]
+seconds = lambda v: "–" if v is None else f"{v:.2f} s"
 cases = [r for r in rows if "kind" in r]
 ints = [r for r in rows if "signal" in r]
 bad = [r for r in cases if not r["ok"]] + [r for r in ints if r["exit"] != {"INT": 130, "TERM": 143}[r["signal"]] or r["left"] or not r["report"]]
@@ -120,12 +122,13 @@ if not smoke:
              "Teardown: from the failure (a crash: the culprit's end) to ddprun's end, budget 5 s. A hang: detection from",
              "the moment the rank entered the phase it never left (its progress file's last rewrite) to ddprun noticing,",
              "budget timeout + 1 s; then the stacks (gdb, loading LibTorch's symbols, is most of it); then the teardown,",
-             "budget 5 s. `left`: members of the ranks' process groups still alive afterwards.", "",
+             "budget 5 s (detection and stacks are measured for hangs only: `–` elsewhere). `left`: members of the",
+             "ranks' process groups still alive afterwards.", "",
              "| fault | np | rank | exit (expected) | culprit named | others collateral | detection | stacks | teardown | left | |",
              "|---|---:|---:|---|---|---|---:|---:|---:|---:|---|"]
     for r in cases:
         lines.append(f"| {r['kind']} | {r['np']} | {r['rank']} | {r['exit']} ({r['expected']}) | {'yes' if r['culprit_named'] else 'NO'} | "
-                     f"{'yes' if r['others_collateral'] else 'NO'} | {r['detection_s']:.2f} s | {r['stacks_s']:.2f} s | {r['teardown_s']:.2f} s | "
+                     f"{'yes' if r['others_collateral'] else 'NO'} | {seconds(r['detection_s'])} | {seconds(r['stacks_s'])} | {r['teardown_s']:.2f} s | "
                      f"{r['left']} | {'ok' if r['ok'] else 'FAILED'} |")
     lines += ["", f"{sum(r['ok'] for r in cases)} of {len(cases)} cases pass.", "",
               "### Interrupts", "",

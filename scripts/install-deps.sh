@@ -13,8 +13,9 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2
   # the peer to measure against, and simulated hosts
   python3-torch iproute2 procps
-  # the HTML report opened in a headless browser (tests), and the fuzz targets (clang, libFuzzer)
-  chromium fonts-dejavu-core clang libclang-rt-14-dev
+  # the HTML report opened in a headless browser (tests), the fuzz targets (clang, libFuzzer),
+  # and the format check (clang-format)
+  chromium fonts-dejavu-core clang libclang-rt-14-dev clang-format
 )
 
 missing=()

@@ -29,8 +29,7 @@ class HostMemory final : public Memory {
 BackendOptions BackendOptions::fromEnvironment(const Environment& environment) {
   BackendOptions options;
   options.interface = environment.get(env::kGlooIfname).value_or("");
-  options.shmRanksPerHost = static_cast<int>(
-      environment.getInt(env::kMpiShmRanksPerHost, 1, 1 << 20).value_or(0));
+  options.shmRanksPerHost = static_cast<int>(environment.getInt(env::kMpiShmRanksPerHost, 1, 1 << 20).value_or(0));
   return options;
 }
 

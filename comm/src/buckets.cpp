@@ -6,8 +6,7 @@
 
 namespace ddp::comm {
 
-std::vector<Bucket> assignBuckets(const std::vector<BucketParam>& params, size_t firstCapBytes,
-                                  size_t capBytes) {
+std::vector<Bucket> assignBuckets(const std::vector<BucketParam>& params, size_t firstCapBytes, size_t capBytes) {
   struct Open {
     Bucket bucket;
     bool first = true;

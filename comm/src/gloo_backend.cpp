@@ -1,9 +1,9 @@
 #include "ddp/comm/gloo_backend.hpp"
 
 #include "ddp/comm/detail/work_queue.hpp"
+#include "ddp/comm/mpi_session.hpp"
 #include "ddp/common/environment.hpp"
 #include "ddp/common/error.hpp"
-#include "ddp/comm/mpi_session.hpp"
 #include "ddp/common/net.hpp"
 
 #include <ATen/ATen.h>
@@ -21,12 +21,18 @@ namespace {
 
 at::ScalarType scalarType(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return at::kFloat;
-    case DType::kFloat64: return at::kDouble;
-    case DType::kInt32: return at::kInt;
-    case DType::kInt64: return at::kLong;
-    case DType::kFloat16: return at::kHalf;
-    case DType::kBFloat16: return at::kBFloat16;
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat64:
+      return at::kDouble;
+    case DType::kInt32:
+      return at::kInt;
+    case DType::kInt64:
+      return at::kLong;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kBFloat16:
+      return at::kBFloat16;
   }
   return at::kFloat;
 }
@@ -52,10 +58,14 @@ std::string message(const std::exception& e) {
 c10d::ReduceOp glooOp(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return c10d::ReduceOp::SUM;
-    case ReduceOp::kProd: return c10d::ReduceOp::PRODUCT;
-    case ReduceOp::kMin: return c10d::ReduceOp::MIN;
-    case ReduceOp::kMax: return c10d::ReduceOp::MAX;
+    case ReduceOp::kAvg:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::kProd:
+      return c10d::ReduceOp::PRODUCT;
+    case ReduceOp::kMin:
+      return c10d::ReduceOp::MIN;
+    case ReduceOp::kMax:
+      return c10d::ReduceOp::MAX;
   }
   return c10d::ReduceOp::SUM;
 }
@@ -65,8 +75,7 @@ c10d::ReduceOp glooOp(ReduceOp op) {
 class GlooWork final : public Work {
  public:
   GlooWork(c10::intrusive_ptr<c10d::Work> work, std::function<void()> finish)
-      : work_(std::move(work)), finish_(std::move(finish)),
-        start_(std::chrono::steady_clock::now()) {}
+      : work_(std::move(work)), finish_(std::move(finish)), start_(std::chrono::steady_clock::now()) {}
 
   bool isCompleted() override {
     if (!work_->isCompleted()) return false;
@@ -77,13 +86,11 @@ class GlooWork final : public Work {
   void wait(std::chrono::milliseconds timeout) override {
     try {
       // c10d reads a zero timeout as "none".
-      work_->wait(timeout < std::chrono::milliseconds::zero()
-                      ? ::kNoTimeout
-                      : std::max(timeout, std::chrono::milliseconds(1)));
+      work_->wait(timeout < std::chrono::milliseconds::zero() ? ::kNoTimeout
+                                                              : std::max(timeout, std::chrono::milliseconds(1)));
     } catch (const std::exception& e) {
       if (!work_->isCompleted()) {
-        throw TimeoutError(fmt::format("gloo collective did not complete within {} ms",
-                                       timeout.count()));
+        throw TimeoutError(fmt::format("gloo collective did not complete within {} ms", timeout.count()));
       }
       throw CommError(fmt::format("gloo collective failed: {}", message(e)));
     }
@@ -134,34 +141,34 @@ Rendezvous planRendezvous(const WorldInfo& world, const BackendOptions& options)
     // Every rank takes part in both exchanges whatever its own settings, so none waits alone.
     const bool oneHost = net::chooseRendezvousAddress(records) == "127.0.0.1";
     if (!ifname.empty()) plan.interface = net::findInterface(interfaces, ifname);
-    plan.host = mpiBroadcastString(
-        world.rank != 0 ? "" : ifname.empty() ? net::chooseRendezvousAddress(records) : plan.interface.address,
-        0);
+    plan.host = mpiBroadcastString(world.rank != 0  ? ""
+                                   : ifname.empty() ? net::chooseRendezvousAddress(records)
+                                                    : plan.interface.address,
+                                   0);
     if (ifname.empty()) plan.interface = net::interfaceReaching(interfaces, plan.host);
     if (plan.interface.loopback && !oneHost) {
-      throw ConfigError(fmt::format(
-          "gloo: interface '{}' is loopback but the ranks run on several hosts: set {} or "
-          "--interface",
-          plan.interface.name, env::kGlooIfname));
+      throw ConfigError(
+          fmt::format("gloo: interface '{}' is loopback but the ranks run on several hosts: set {} or "
+                      "--interface",
+                      plan.interface.name, env::kGlooIfname));
     }
     return plan;
   }
   if (!world.masterAddr || !world.masterPort) {
-    throw ConfigError(fmt::format(
-        "gloo backend needs rendezvous information: start under mpirun or ddprun, or set {} and {}",
-        env::kMasterAddr, env::kMasterPort));
+    throw ConfigError(
+        fmt::format("gloo backend needs rendezvous information: start under mpirun or ddprun, or set {} and {}",
+                    env::kMasterAddr, env::kMasterPort));
   }
   plan.host = *world.masterAddr;
   plan.port = *world.masterPort;
-  plan.interface = ifname.empty() ? net::interfaceReaching(interfaces, plan.host)
-                                  : net::findInterface(interfaces, ifname);
+  plan.interface =
+      ifname.empty() ? net::interfaceReaching(interfaces, plan.host) : net::findInterface(interfaces, ifname);
   return plan;
 }
 
 class GlooBackend final : public Backend {
  public:
-  GlooBackend(const WorldInfo& world, const BackendOptions& options)
-      : rank_(world.rank), size_(world.size) {
+  GlooBackend(const WorldInfo& world, const BackendOptions& options) : rank_(world.rank), size_(world.size) {
     const auto plan = planRendezvous(world, options);
     c10d::TCPStoreOptions storeOptions;
     storeOptions.isServer = rank_ == 0;
@@ -183,8 +190,8 @@ class GlooBackend final : public Backend {
         }
         const auto port = mpiBroadcastString(server ? std::to_string(server->getPort()) : "", 0);
         if (port.empty()) {
-          throw CommError(fmt::format("gloo: rank 0 could not serve the rendezvous store on {}: {}",
-                                      plan.host, failure.substr(0, failure.find('\n'))));
+          throw CommError(fmt::format("gloo: rank 0 could not serve the rendezvous store on {}: {}", plan.host,
+                                      failure.substr(0, failure.find('\n'))));
         }
         storeOptions.port = static_cast<uint16_t>(std::stoi(port));
         store_ = server ? server : c10::make_intrusive<c10d::TCPStore>(plan.host, storeOptions);
@@ -192,15 +199,13 @@ class GlooBackend final : public Backend {
         store_ = c10::make_intrusive<c10d::TCPStore>(plan.host, storeOptions);
       }
       auto glooOptions = c10d::ProcessGroupGloo::Options::create(options.timeout);
-      glooOptions->devices.push_back(
-          c10d::ProcessGroupGloo::createDeviceForInterface(plan.interface.name));
+      glooOptions->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(plan.interface.name));
       group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, size_, glooOptions);
     } catch (const ddp::Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw CommError(fmt::format("gloo rendezvous at {}:{} over {} failed: {}", plan.host,
-                                  storeOptions.port, plan.interface.name,
-                                  message(e)));
+      throw CommError(fmt::format("gloo rendezvous at {}:{} over {} failed: {}", plan.host, storeOptions.port,
+                                  plan.interface.name, message(e)));
     }
   }
 
@@ -209,8 +214,7 @@ class GlooBackend final : public Backend {
   std::string_view name() const override { return "gloo"; }
   Memory& memory() override { return hostMemory(); }
 
-  std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype,
-                                  ReduceOp op) override {
+  std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
     if (count == 0) return detail::completedWork();
     if (send != recv) std::memcpy(recv, send, count * dtypeSize(dtype));
     c10d::AllreduceOptions opts;
@@ -236,8 +240,7 @@ class GlooBackend final : public Backend {
     return start([&] { return group_->broadcast(tensors, opts); }, nullptr);
   }
 
-  std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count,
-                                  DType dtype) override {
+  std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count, DType dtype) override {
     if (count == 0) return detail::completedWork();
     const size_t bytes = count * dtypeSize(dtype);
     std::vector<std::vector<at::Tensor>> outputs(1);
@@ -252,8 +255,7 @@ class GlooBackend final : public Backend {
 
   // Gloo in LibTorch 1.13 has no reduce_scatter: an alltoall moves chunk r of every rank to
   // rank r (the (n-1)/n traffic a ring reduce-scatter moves), and the rank reduces them locally.
-  std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype,
-                                      ReduceOp op) override {
+  std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
     if (count == 0) return detail::completedWork();
     auto input = transportView(send, count * static_cast<size_t>(size_), dtype);
     auto gathered = at::empty({size_, static_cast<int64_t>(count)}, input.options());
@@ -269,8 +271,7 @@ class GlooBackend final : public Backend {
     return start([&] { return group_->alltoall_base(flat, input, splits, splits); }, finish);
   }
 
-  std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count,
-                                 DType dtype) override {
+  std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count, DType dtype) override {
     if (send == recv && count != 0) throw Error("alltoall: send and recv must be different buffers");
     if (count == 0) return detail::completedWork();
     auto input = transportView(send, count * static_cast<size_t>(size_), dtype);

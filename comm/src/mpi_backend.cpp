@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <thread>
 
@@ -33,22 +33,20 @@ void create16BitOps(MPI_Op (&ops)[4]) {
 
 int toInt(size_t count) {
   if (count > static_cast<size_t>(INT_MAX)) {
-    throw CommError(fmt::format("mpi backend: count {} exceeds MPI's limit of {} elements", count,
-                                INT_MAX));
+    throw CommError(fmt::format("mpi backend: count {} exceeds MPI's limit of {} elements", count, INT_MAX));
   }
   return static_cast<int>(count);
 }
 
 class MpiBackend final : public Backend {
  public:
-  MpiBackend(const WorldInfo& world, const BackendOptions& options)
-      : session_(MpiSession::instance()) {
+  MpiBackend(const WorldInfo& world, const BackendOptions& options) : session_(MpiSession::instance()) {
     std::lock_guard<std::mutex> lock(session_.mutex());
     if (world.size != session_.worldSize()) {
-      throw ConfigError(fmt::format(
-          "mpi backend: the environment describes {} ranks ({}) but MPI_COMM_WORLD has {}: "
-          "start the program with mpirun or ddprun",
-          world.size, worldSourceName(world.source), session_.worldSize()));
+      throw ConfigError(
+          fmt::format("mpi backend: the environment describes {} ranks ({}) but MPI_COMM_WORLD has {}: "
+                      "start the program with mpirun or ddprun",
+                      world.size, worldSourceName(world.source), session_.worldSize()));
     }
     DDP_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
@@ -74,65 +72,60 @@ class MpiBackend final : public Backend {
   std::string_view name() const override { return "mpi"; }
   Memory& memory() override { return hostMemory(); }
 
-  std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype,
-                                  ReduceOp op) override {
+  std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
     const int n = toInt(count);
     const void* in = send == recv ? MPI_IN_PLACE : send;
-    return run([=] {
-      if (shm_->serves(count * dtypeSize(dtype))) {
-        shm_->run(send, recv, count, dtype, op, mpiType(dtype), mpiOp(dtype, op));
-        return;
-      }
-      DDP_CHECK_MPI(MPI_Allreduce(in, recv, n, mpiType(dtype), mpiOp(dtype, op), comm_));
-      if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
-    }, count * dtypeSize(dtype));
+    return run(
+        [=] {
+          if (shm_->serves(count * dtypeSize(dtype))) {
+            shm_->run(send, recv, count, dtype, op, mpiType(dtype), mpiOp(dtype, op));
+            return;
+          }
+          DDP_CHECK_MPI(MPI_Allreduce(in, recv, n, mpiType(dtype), mpiOp(dtype, op), comm_));
+          if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
+        },
+        count * dtypeSize(dtype));
   }
 
   std::shared_ptr<Work> broadcast(void* buffer, size_t count, DType dtype, int root) override {
     checkRoot(root);
     const int n = toInt(count);
-    return run([=] { DDP_CHECK_MPI(MPI_Bcast(buffer, n, mpiType(dtype), root, comm_)); },
-               count * dtypeSize(dtype));
+    return run([=] { DDP_CHECK_MPI(MPI_Bcast(buffer, n, mpiType(dtype), root, comm_)); }, count * dtypeSize(dtype));
   }
 
-  std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count,
-                                  DType dtype) override {
+  std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count, DType dtype) override {
     const int n = toInt(count);
     const bool inPlace = send == static_cast<char*>(recv) + rank_ * count * dtypeSize(dtype);
     const void* in = inPlace ? MPI_IN_PLACE : send;
-    return run([=] {
-      DDP_CHECK_MPI(MPI_Allgather(in, n, mpiType(dtype), recv, n, mpiType(dtype), comm_));
-    }, count * dtypeSize(dtype) * size_);
+    return run([=] { DDP_CHECK_MPI(MPI_Allgather(in, n, mpiType(dtype), recv, n, mpiType(dtype), comm_)); },
+               count * dtypeSize(dtype) * size_);
   }
 
-  std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype,
-                                      ReduceOp op) override {
+  std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
     const int n = toInt(count);
     const size_t bytes = count * dtypeSize(dtype);
     const bool inPlace = recv == static_cast<const char*>(send) + rank_ * bytes;
-    return run([=] {
-      if (inPlace) {
-        // MPI leaves an in-place result at the start of the buffer; NCCL's layout wants it at
-        // this rank's chunk, and the other chunks are scratch.
-        void* whole = const_cast<void*>(send);
-        DDP_CHECK_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, whole, n, mpiType(dtype),
-                                               mpiOp(dtype, op), comm_));
-        if (recv != whole && bytes != 0) std::memmove(recv, whole, bytes);
-      } else {
-        DDP_CHECK_MPI(MPI_Reduce_scatter_block(send, recv, n, mpiType(dtype), mpiOp(dtype, op),
-                                               comm_));
-      }
-      if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
-    }, bytes * size_);
+    return run(
+        [=] {
+          if (inPlace) {
+            // MPI leaves an in-place result at the start of the buffer; NCCL's layout wants it at
+            // this rank's chunk, and the other chunks are scratch.
+            void* whole = const_cast<void*>(send);
+            DDP_CHECK_MPI(MPI_Reduce_scatter_block(MPI_IN_PLACE, whole, n, mpiType(dtype), mpiOp(dtype, op), comm_));
+            if (recv != whole && bytes != 0) std::memmove(recv, whole, bytes);
+          } else {
+            DDP_CHECK_MPI(MPI_Reduce_scatter_block(send, recv, n, mpiType(dtype), mpiOp(dtype, op), comm_));
+          }
+          if (op == ReduceOp::kAvg) divideInPlace(recv, dtype, count, size_);
+        },
+        bytes * size_);
   }
 
-  std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count,
-                                 DType dtype) override {
+  std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count, DType dtype) override {
     if (send == recv && count != 0) throw Error("alltoall: send and recv must be different buffers");
     const int n = toInt(count);
-    return run([=] {
-      DDP_CHECK_MPI(MPI_Alltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), comm_));
-    }, count * dtypeSize(dtype) * size_);
+    return run([=] { DDP_CHECK_MPI(MPI_Alltoall(send, n, mpiType(dtype), recv, n, mpiType(dtype), comm_)); },
+               count * dtypeSize(dtype) * size_);
   }
 
   std::shared_ptr<Work> barrier() override {
@@ -192,12 +185,17 @@ class MpiBackend final : public Backend {
 
   static MPI_Datatype mpiType(DType dtype) {
     switch (dtype) {
-      case DType::kFloat32: return MPI_FLOAT;
-      case DType::kFloat64: return MPI_DOUBLE;
-      case DType::kInt32: return MPI_INT32_T;
-      case DType::kInt64: return MPI_INT64_T;
+      case DType::kFloat32:
+        return MPI_FLOAT;
+      case DType::kFloat64:
+        return MPI_DOUBLE;
+      case DType::kInt32:
+        return MPI_INT32_T;
+      case DType::kInt64:
+        return MPI_INT64_T;
       case DType::kFloat16:
-      case DType::kBFloat16: return MPI_UINT16_T;
+      case DType::kBFloat16:
+        return MPI_UINT16_T;
     }
     return MPI_DATATYPE_NULL;
   }

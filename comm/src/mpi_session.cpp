@@ -57,8 +57,8 @@ std::vector<std::string> mpiAllgatherStrings(const std::string& mine) {
   std::vector<int> offsets(static_cast<size_t>(n), 0);
   for (size_t r = 1; r < offsets.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
   std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
-  DDP_CHECK_MPI(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
-                               offsets.data(), MPI_CHAR, MPI_COMM_WORLD));
+  DDP_CHECK_MPI(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
+                               MPI_COMM_WORLD));
   std::vector<std::string> result;
   for (size_t r = 0; r < offsets.size(); ++r) {
     result.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
@@ -93,8 +93,7 @@ void throwMpiError(int code, const char* call, const char* file, int line) {
     std::strncpy(text, "unknown MPI error", sizeof(text) - 1);
   }
   const char* base = std::strrchr(file, '/');
-  throw CommError(fmt::format("{}:{}: {} failed: {}", base != nullptr ? base + 1 : file, line,
-                              call, text));
+  throw CommError(fmt::format("{}:{}: {} failed: {}", base != nullptr ? base + 1 : file, line, call, text));
 }
 
 }  // namespace detail

@@ -1,7 +1,7 @@
 #include "ddp/comm/nccl_backend.hpp"
 
-#include "ddp/common/error.hpp"
 #include "ddp/comm/mpi_session.hpp"
+#include "ddp/common/error.hpp"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -11,26 +11,22 @@
 #include <cstring>
 #include <thread>
 
-#define DDP_CHECK_CUDA(call)                                                            \
-  do {                                                                                  \
-    const cudaError_t ddp_cuda_rc_ = (call);                                            \
-    if (ddp_cuda_rc_ != cudaSuccess) {                                                  \
-      throw ::ddp::CommError(fmt::format("{}:{}: {} failed: {} (CUDA error {})",        \
-                                         __FILE__, __LINE__, #call,                     \
-                                         cudaGetErrorString(ddp_cuda_rc_),              \
-                                         static_cast<int>(ddp_cuda_rc_)));              \
-    }                                                                                   \
+#define DDP_CHECK_CUDA(call)                                                                                 \
+  do {                                                                                                       \
+    const cudaError_t ddp_cuda_rc_ = (call);                                                                 \
+    if (ddp_cuda_rc_ != cudaSuccess) {                                                                       \
+      throw ::ddp::CommError(fmt::format("{}:{}: {} failed: {} (CUDA error {})", __FILE__, __LINE__, #call,  \
+                                         cudaGetErrorString(ddp_cuda_rc_), static_cast<int>(ddp_cuda_rc_))); \
+    }                                                                                                        \
   } while (0)
 
-#define DDP_CHECK_NCCL(call)                                                            \
-  do {                                                                                  \
-    const ncclResult_t ddp_nccl_rc_ = (call);                                           \
-    if (ddp_nccl_rc_ != ncclSuccess) {                                                  \
-      throw ::ddp::CommError(fmt::format("{}:{}: {} failed: {} (ncclResult {})",        \
-                                         __FILE__, __LINE__, #call,                     \
-                                         ncclGetErrorString(ddp_nccl_rc_),              \
-                                         static_cast<int>(ddp_nccl_rc_)));              \
-    }                                                                                   \
+#define DDP_CHECK_NCCL(call)                                                                                 \
+  do {                                                                                                       \
+    const ncclResult_t ddp_nccl_rc_ = (call);                                                                \
+    if (ddp_nccl_rc_ != ncclSuccess) {                                                                       \
+      throw ::ddp::CommError(fmt::format("{}:{}: {} failed: {} (ncclResult {})", __FILE__, __LINE__, #call,  \
+                                         ncclGetErrorString(ddp_nccl_rc_), static_cast<int>(ddp_nccl_rc_))); \
+    }                                                                                                        \
   } while (0)
 
 namespace ddp::comm {
@@ -38,23 +34,34 @@ namespace {
 
 ncclDataType_t ncclType(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return ncclFloat32;
-    case DType::kFloat64: return ncclFloat64;
-    case DType::kInt32: return ncclInt32;
-    case DType::kInt64: return ncclInt64;
-    case DType::kFloat16: return ncclFloat16;
-    case DType::kBFloat16: return ncclBfloat16;
+    case DType::kFloat32:
+      return ncclFloat32;
+    case DType::kFloat64:
+      return ncclFloat64;
+    case DType::kInt32:
+      return ncclInt32;
+    case DType::kInt64:
+      return ncclInt64;
+    case DType::kFloat16:
+      return ncclFloat16;
+    case DType::kBFloat16:
+      return ncclBfloat16;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t ncclOp(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kProd: return ncclProd;
-    case ReduceOp::kMin: return ncclMin;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kAvg: return ncclAvg;
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kProd:
+      return ncclProd;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kAvg:
+      return ncclAvg;
   }
   return ncclSum;
 }
@@ -65,9 +72,10 @@ int usableDeviceCount() {
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess) {
-    throw CommError(fmt::format("nccl backend: no usable CUDA device: cudaGetDeviceCount failed: "
-                                "{} (CUDA error {})",
-                                cudaGetErrorString(rc), static_cast<int>(rc)));
+    throw CommError(
+        fmt::format("nccl backend: no usable CUDA device: cudaGetDeviceCount failed: "
+                    "{} (CUDA error {})",
+                    cudaGetErrorString(rc), static_cast<int>(rc)));
   }
   if (count == 0) throw CommError("nccl backend: no usable CUDA device: cudaGetDeviceCount is 0");
   return count;
@@ -123,10 +131,8 @@ class CudaWork final : public Work {
   void wait(std::chrono::milliseconds timeout) override {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!isCompleted()) {
-      if (timeout >= std::chrono::milliseconds::zero() &&
-          std::chrono::steady_clock::now() > deadline) {
-        throw TimeoutError(fmt::format("nccl collective did not complete within {} ms",
-                                       timeout.count()));
+      if (timeout >= std::chrono::milliseconds::zero() && std::chrono::steady_clock::now() > deadline) {
+        throw TimeoutError(fmt::format("nccl collective did not complete within {} ms", timeout.count()));
       }
       std::this_thread::yield();
     }
@@ -146,13 +152,11 @@ class CudaWork final : public Work {
 
 class NcclBackend final : public Backend {
  public:
-  NcclBackend(const WorldInfo& world, const BackendOptions& options)
-      : rank_(world.rank), size_(world.size) {
+  NcclBackend(const WorldInfo& world, const BackendOptions& options) : rank_(world.rank), size_(world.size) {
     const int devices = usableDeviceCount();
     device_ = options.device >= 0 ? options.device : world.localRank % devices;
     if (device_ >= devices) {
-      throw ConfigError(fmt::format("nccl backend: device {} requested but {} visible", device_,
-                                    devices));
+      throw ConfigError(fmt::format("nccl backend: device {} requested but {} visible", device_, devices));
     }
     if (size_ > 1 && !world.hasMpi()) {
       throw ConfigError("nccl backend: the ncclUniqueId travels over MPI: start under mpirun or ddprun");
@@ -183,49 +187,36 @@ class NcclBackend final : public Backend {
   std::string_view name() const override { return "nccl"; }
   Memory& memory() override { return *memory_; }
 
-  std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype,
-                                  ReduceOp op) override {
-    return enqueue([&] {
-      DDP_CHECK_NCCL(ncclAllReduce(send, recv, count, ncclType(dtype), ncclOp(op), comm_, stream_));
-    });
+  std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
+    return enqueue(
+        [&] { DDP_CHECK_NCCL(ncclAllReduce(send, recv, count, ncclType(dtype), ncclOp(op), comm_, stream_)); });
   }
   std::shared_ptr<Work> broadcast(void* buffer, size_t count, DType dtype, int root) override {
-    return enqueue([&] {
-      DDP_CHECK_NCCL(ncclBroadcast(buffer, buffer, count, ncclType(dtype), root, comm_, stream_));
-    });
+    return enqueue(
+        [&] { DDP_CHECK_NCCL(ncclBroadcast(buffer, buffer, count, ncclType(dtype), root, comm_, stream_)); });
   }
-  std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count,
-                                  DType dtype) override {
-    return enqueue([&] {
-      DDP_CHECK_NCCL(ncclAllGather(send, recv, count, ncclType(dtype), comm_, stream_));
-    });
+  std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count, DType dtype) override {
+    return enqueue([&] { DDP_CHECK_NCCL(ncclAllGather(send, recv, count, ncclType(dtype), comm_, stream_)); });
   }
-  std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype,
-                                      ReduceOp op) override {
-    return enqueue([&] {
-      DDP_CHECK_NCCL(
-          ncclReduceScatter(send, recv, count, ncclType(dtype), ncclOp(op), comm_, stream_));
-    });
+  std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) override {
+    return enqueue(
+        [&] { DDP_CHECK_NCCL(ncclReduceScatter(send, recv, count, ncclType(dtype), ncclOp(op), comm_, stream_)); });
   }
-  std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count,
-                                 DType dtype) override {
+  std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count, DType dtype) override {
     if (send == recv && count != 0) throw Error("alltoall: send and recv must be different buffers");
     const size_t bytes = count * dtypeSize(dtype);
     return enqueue([&] {
       DDP_CHECK_NCCL(ncclGroupStart());
       for (int peer = 0; peer < size_; ++peer) {
-        DDP_CHECK_NCCL(ncclSend(static_cast<const char*>(send) + peer * bytes, count,
-                                ncclType(dtype), peer, comm_, stream_));
-        DDP_CHECK_NCCL(ncclRecv(static_cast<char*>(recv) + peer * bytes, count, ncclType(dtype),
-                                peer, comm_, stream_));
+        DDP_CHECK_NCCL(
+            ncclSend(static_cast<const char*>(send) + peer * bytes, count, ncclType(dtype), peer, comm_, stream_));
+        DDP_CHECK_NCCL(ncclRecv(static_cast<char*>(recv) + peer * bytes, count, ncclType(dtype), peer, comm_, stream_));
       }
       DDP_CHECK_NCCL(ncclGroupEnd());
     });
   }
   std::shared_ptr<Work> barrier() override {
-    return enqueue([&] {
-      DDP_CHECK_NCCL(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_));
-    });
+    return enqueue([&] { DDP_CHECK_NCCL(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_)); });
   }
 
  private:

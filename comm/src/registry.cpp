@@ -18,8 +18,7 @@ std::unique_ptr<Backend> BackendRegistry::create(const std::string& name, const 
                                                  const BackendOptions& options) const {
   const auto it = factories_.find(name);
   if (it == factories_.end()) {
-    throw ConfigError(fmt::format("unknown backend '{}' (known: {})", name,
-                                  fmt::join(names(), ", ")));
+    throw ConfigError(fmt::format("unknown backend '{}' (known: {})", name, fmt::join(names(), ", ")));
   }
   return it->second(world, options);
 }

@@ -32,8 +32,7 @@ ShmAllreduce::ShmAllreduce(MPI_Comm comm, int ranksPerHost) {
   if (!usable_) return;
   const auto bytes = static_cast<MPI_Aint>(2 * (localSize_ + 1) * kSegmentBytes);
   void* mine = nullptr;
-  DDP_CHECK_MPI(MPI_Win_allocate_shared(localRank_ == 0 ? bytes : 0, 1, MPI_INFO_NULL, node_,
-                                        &mine, &window_));
+  DDP_CHECK_MPI(MPI_Win_allocate_shared(localRank_ == 0 ? bytes : 0, 1, MPI_INFO_NULL, node_, &mine, &window_));
   MPI_Aint size = 0;
   int unit = 0;
   void* first = nullptr;
@@ -48,16 +47,14 @@ ShmAllreduce::~ShmAllreduce() {
 }
 
 char* ShmAllreduce::slot(int set, int index) const {
-  return base_ + (static_cast<size_t>(set) * (localSize_ + 1) + static_cast<size_t>(index)) *
-                     kSegmentBytes;
+  return base_ + (static_cast<size_t>(set) * (localSize_ + 1) + static_cast<size_t>(index)) * kSegmentBytes;
 }
 
-void ShmAllreduce::run(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
-                       MPI_Datatype mpiType, MPI_Op mpiOp) {
+void ShmAllreduce::run(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, MPI_Datatype mpiType,
+                       MPI_Op mpiOp) {
   const size_t typeSize = dtypeSize(dtype);
   // Segments hold whole elements, split into localSize shares of whole elements.
-  const size_t perSegment =
-      std::max(kSegmentBytes / typeSize / localSize_, size_t{1}) * localSize_;
+  const size_t perSegment = std::max(kSegmentBytes / typeSize / localSize_, size_t{1}) * localSize_;
   const auto* in = static_cast<const char*>(send);
   auto* out = static_cast<char*>(recv);
   int set = 0;
@@ -88,8 +85,7 @@ void ShmAllreduce::run(const void* send, void* recv, size_t count, DType dtype, 
     }
     if (hosts_ > 1 && bytes != 0) {
       // Every host reduced the same share: the peers combine theirs over the network.
-      DDP_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, result, static_cast<int>(bytes / typeSize),
-                                  mpiType, mpiOp, peers_));
+      DDP_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, result, static_cast<int>(bytes / typeSize), mpiType, mpiOp, peers_));
     }
     if (op == ReduceOp::kAvg) divideInPlace(result, dtype, bytes / typeSize, worldSize_);
     std::memcpy(segOut + offset, result, bytes);

@@ -11,9 +11,10 @@ namespace ddp::comm {
 
 uint64_t parseSize(std::string_view text, std::string_view what) {
   const auto bad = [&] {
-    return ConfigError(fmt::format("{} '{}' is not a size: expected a number with an optional "
-                                   "K, M or G suffix (e.g. 8, 64K, 256M)",
-                                   what, text));
+    return ConfigError(
+        fmt::format("{} '{}' is not a size: expected a number with an optional "
+                    "K, M or G suffix (e.g. 8, 64K, 256M)",
+                    what, text));
   };
   uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);

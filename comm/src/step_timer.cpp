@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <algorithm>
-#include <cstdio>
 #include <fcntl.h>
-#include <filesystem>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 
 namespace ddp::comm {
 namespace {
@@ -21,13 +21,11 @@ double toMs(std::chrono::nanoseconds d) { return std::chrono::duration<double, s
 
 }  // namespace
 
-StepTimerOptions StepTimerOptions::fromEnvironment(const Environment& environment, int rank,
-                                                   int worldSize) {
+StepTimerOptions StepTimerOptions::fromEnvironment(const Environment& environment, int rank, int worldSize) {
   StepTimerOptions options;
   options.rank = rank;
   options.worldSize = worldSize;
-  if (auto dir = environment.get(env::kRunDir); dir && !dir->empty())
-    options.path = RunLayout(*dir).timings(rank);
+  if (auto dir = environment.get(env::kRunDir); dir && !dir->empty()) options.path = RunLayout(*dir).timings(rank);
   return options;
 }
 
@@ -40,14 +38,14 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   if (ec)
-    throw ConfigError(fmt::format("cannot create the timings directory {}: {}",
-                                  path.parent_path().string(), ec.message()));
+    throw ConfigError(
+        fmt::format("cannot create the timings directory {}: {}", path.parent_path().string(), ec.message()));
   file_ = std::fopen(options_.path.c_str(), "w");
   if (!file_)
-    throw ConfigError(fmt::format("cannot write the timings file {}: {}", options_.path,
-                                  std::strerror(errno)));
+    throw ConfigError(fmt::format("cannot write the timings file {}: {}", options_.path, std::strerror(errno)));
   buffer_.reserve(options_.bufferBytes + 4096);
-  progressFd_ = ::open(progressPathFor(options_.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
+  progressFd_ =
+      ::open(progressPathFor(options_.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
 }
 
 // formatStepProgress, padded to a fixed width so each rewrite replaces the last whole.
@@ -99,16 +97,15 @@ void StepTimer::endPhase() {
   openPhase_.reset();
 }
 
-void StepTimer::recordCollective(CollectiveOp op, int bucket, uint64_t bytes,
-                                 Clock::time_point start, std::chrono::nanoseconds duration) {
+void StepTimer::recordCollective(CollectiveOp op, int bucket, uint64_t bytes, Clock::time_point start,
+                                 std::chrono::nanoseconds duration) {
   CollectiveRecord record;
   record.op = op;
   record.bucket = bucket;
   record.bytes = bytes;
   // Steady-clock instants map onto the wall clock through the step's start.
   record.startUnixUs =
-      current_.startUnixUs +
-      std::chrono::duration_cast<std::chrono::microseconds>(start - stepStart_).count();
+      current_.startUnixUs + std::chrono::duration_cast<std::chrono::microseconds>(start - stepStart_).count();
   record.durationMs = toMs(duration);
   std::lock_guard<std::mutex> lock(collectivesMutex_);
   current_.collectives.push_back(record);
@@ -125,8 +122,7 @@ const StepRecord& StepTimer::endStep() {
       buffer_ += formatStepRecord(current_);
     }
     buffer_ += '\n';
-    if (buffer_.size() >= options_.bufferBytes || Clock::now() - lastWrite_ >= options_.flushInterval)
-      flush();
+    if (buffer_.size() >= options_.bufferBytes || Clock::now() - lastWrite_ >= options_.flushInterval) flush();
   }
   return current_;
 }
@@ -137,9 +133,7 @@ void StepTimer::flush() {
   size_t written = std::fwrite(buffer_.data(), 1, buffer_.size(), file_);
   bool ok = written == buffer_.size() && std::fflush(file_) == 0;
   buffer_.clear();
-  if (!ok)
-    throw Error(fmt::format("cannot write the timings file {}: {}", options_.path,
-                            std::strerror(errno)));
+  if (!ok) throw Error(fmt::format("cannot write the timings file {}: {}", options_.path, std::strerror(errno)));
 }
 
 }  // namespace ddp::comm

@@ -14,9 +14,8 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::kFloat32, "float", 4, true},  {DType::kFloat64, "double", 8, true},
-    {DType::kInt32, "int32", 4, false},   {DType::kInt64, "int64", 8, false},
-    {DType::kFloat16, "half", 2, true},   {DType::kBFloat16, "bf16", 2, true},
+    {DType::kFloat32, "float", 4, true}, {DType::kFloat64, "double", 8, true}, {DType::kInt32, "int32", 4, false},
+    {DType::kInt64, "int64", 8, false},  {DType::kFloat16, "half", 2, true},   {DType::kBFloat16, "bf16", 2, true},
 };
 
 constexpr std::pair<ReduceOp, std::string_view> kOps[] = {
@@ -24,18 +23,20 @@ constexpr std::pair<ReduceOp, std::string_view> kOps[] = {
     {ReduceOp::kMax, "max"}, {ReduceOp::kAvg, "avg"},
 };
 
-const DTypeInfo& info(DType dtype) {
-  return kDTypes[static_cast<size_t>(dtype)];
-}
+const DTypeInfo& info(DType dtype) { return kDTypes[static_cast<size_t>(dtype)]; }
 
 template <typename T>
 T combine(T a, T b, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: return static_cast<T>(a + b);
-    case ReduceOp::kProd: return static_cast<T>(a * b);
-    case ReduceOp::kMin: return std::min(a, b);
-    case ReduceOp::kMax: return std::max(a, b);
+    case ReduceOp::kAvg:
+      return static_cast<T>(a + b);
+    case ReduceOp::kProd:
+      return static_cast<T>(a * b);
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    case ReduceOp::kMax:
+      return std::max(a, b);
   }
   return a;
 }
@@ -53,10 +54,18 @@ void combineTyped(void* out, const void* a, const void* b, size_t count, ReduceO
   const T* y = static_cast<const T*>(b);
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAvg: combineLoop<T, ReduceOp::kSum>(o, x, y, count); break;
-    case ReduceOp::kProd: combineLoop<T, ReduceOp::kProd>(o, x, y, count); break;
-    case ReduceOp::kMin: combineLoop<T, ReduceOp::kMin>(o, x, y, count); break;
-    case ReduceOp::kMax: combineLoop<T, ReduceOp::kMax>(o, x, y, count); break;
+    case ReduceOp::kAvg:
+      combineLoop<T, ReduceOp::kSum>(o, x, y, count);
+      break;
+    case ReduceOp::kProd:
+      combineLoop<T, ReduceOp::kProd>(o, x, y, count);
+      break;
+    case ReduceOp::kMin:
+      combineLoop<T, ReduceOp::kMin>(o, x, y, count);
+      break;
+    case ReduceOp::kMax:
+      combineLoop<T, ReduceOp::kMax>(o, x, y, count);
+      break;
   }
 }
 
@@ -143,22 +152,36 @@ uint16_t floatToBf16(float f) {
 
 double loadAsDouble(const void* data, DType dtype, size_t index) {
   switch (dtype) {
-    case DType::kFloat32: return static_cast<const float*>(data)[index];
-    case DType::kFloat64: return static_cast<const double*>(data)[index];
-    case DType::kInt32: return static_cast<const int32_t*>(data)[index];
-    case DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(data)[index]);
-    case DType::kFloat16: return halfToFloat(static_cast<const uint16_t*>(data)[index]);
-    case DType::kBFloat16: return bf16ToFloat(static_cast<const uint16_t*>(data)[index]);
+    case DType::kFloat32:
+      return static_cast<const float*>(data)[index];
+    case DType::kFloat64:
+      return static_cast<const double*>(data)[index];
+    case DType::kInt32:
+      return static_cast<const int32_t*>(data)[index];
+    case DType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(data)[index]);
+    case DType::kFloat16:
+      return halfToFloat(static_cast<const uint16_t*>(data)[index]);
+    case DType::kBFloat16:
+      return bf16ToFloat(static_cast<const uint16_t*>(data)[index]);
   }
   return 0;
 }
 
 void storeFromDouble(void* data, DType dtype, size_t index, double value) {
   switch (dtype) {
-    case DType::kFloat32: static_cast<float*>(data)[index] = static_cast<float>(value); break;
-    case DType::kFloat64: static_cast<double*>(data)[index] = value; break;
-    case DType::kInt32: static_cast<int32_t*>(data)[index] = static_cast<int32_t>(value); break;
-    case DType::kInt64: static_cast<int64_t*>(data)[index] = static_cast<int64_t>(value); break;
+    case DType::kFloat32:
+      static_cast<float*>(data)[index] = static_cast<float>(value);
+      break;
+    case DType::kFloat64:
+      static_cast<double*>(data)[index] = value;
+      break;
+    case DType::kInt32:
+      static_cast<int32_t*>(data)[index] = static_cast<int32_t>(value);
+      break;
+    case DType::kInt64:
+      static_cast<int64_t*>(data)[index] = static_cast<int64_t>(value);
+      break;
     case DType::kFloat16:
       static_cast<uint16_t*>(data)[index] = floatToHalf(static_cast<float>(value));
       break;
@@ -193,22 +216,32 @@ void divideInPlace(void* data, DType dtype, size_t count, int divisor) {
     case DType::kFloat16:
     case DType::kBFloat16:
       for (size_t i = 0; i < count; ++i) {
-        storeFromDouble(data, dtype, i, static_cast<float>(loadAsDouble(data, dtype, i)) /
-                                            static_cast<float>(divisor));
+        storeFromDouble(data, dtype, i, static_cast<float>(loadAsDouble(data, dtype, i)) / static_cast<float>(divisor));
       }
       break;
   }
 }
 
-void combineInto(void* out, const void* a, const void* b, DType dtype, size_t count,
-                 ReduceOp op) {
+void combineInto(void* out, const void* a, const void* b, DType dtype, size_t count, ReduceOp op) {
   switch (dtype) {
-    case DType::kFloat32: combineTyped<float>(out, a, b, count, op); break;
-    case DType::kFloat64: combineTyped<double>(out, a, b, count, op); break;
-    case DType::kInt32: combineTyped<int32_t>(out, a, b, count, op); break;
-    case DType::kInt64: combineTyped<int64_t>(out, a, b, count, op); break;
-    case DType::kFloat16: combine16<halfToFloat, floatToHalf>(out, a, b, count, op); break;
-    case DType::kBFloat16: combine16<bf16ToFloat, floatToBf16>(out, a, b, count, op); break;
+    case DType::kFloat32:
+      combineTyped<float>(out, a, b, count, op);
+      break;
+    case DType::kFloat64:
+      combineTyped<double>(out, a, b, count, op);
+      break;
+    case DType::kInt32:
+      combineTyped<int32_t>(out, a, b, count, op);
+      break;
+    case DType::kInt64:
+      combineTyped<int64_t>(out, a, b, count, op);
+      break;
+    case DType::kFloat16:
+      combine16<halfToFloat, floatToHalf>(out, a, b, count, op);
+      break;
+    case DType::kBFloat16:
+      combine16<bf16ToFloat, floatToBf16>(out, a, b, count, op);
+      break;
   }
 }
 

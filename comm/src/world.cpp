@@ -31,12 +31,11 @@ std::optional<std::pair<int, int>> readPair(const Environment& env, std::string_
   const auto size = env.getInt(sizeVar, 1, kMaxRanks);
   if (!rank && !size) return std::nullopt;
   if (!rank || !size) {
-    throw ConfigError(fmt::format("{} is set but {} is not: set both or neither",
-                                  rank ? rankVar : sizeVar, rank ? sizeVar : rankVar));
+    throw ConfigError(fmt::format("{} is set but {} is not: set both or neither", rank ? rankVar : sizeVar,
+                                  rank ? sizeVar : rankVar));
   }
   if (*rank >= *size) {
-    throw ConfigError(
-        fmt::format("{}={} is not below {}={}", rankVar, *rank, sizeVar, *size));
+    throw ConfigError(fmt::format("{}={} is not below {}={}", rankVar, *rank, sizeVar, *size));
   }
   return std::make_pair(static_cast<int>(*rank), static_cast<int>(*size));
 }
@@ -50,8 +49,13 @@ std::optional<int> readInt(const Environment& env, std::string_view name, long l
 std::optional<View> openMpiView(const Environment& env) {
   const auto pair = readPair(env, env::kOmpiRank, env::kOmpiSize);
   if (!pair) return std::nullopt;
-  return View{WorldSource::kOpenMpi, env::kOmpiRank, env::kOmpiSize, pair->first, pair->second,
-              readInt(env, env::kOmpiLocalRank, 0), readInt(env, env::kOmpiLocalSize, 1),
+  return View{WorldSource::kOpenMpi,
+              env::kOmpiRank,
+              env::kOmpiSize,
+              pair->first,
+              pair->second,
+              readInt(env, env::kOmpiLocalRank, 0),
+              readInt(env, env::kOmpiLocalSize, 1),
               std::nullopt};
 }
 
@@ -59,14 +63,19 @@ std::optional<View> openMpiView(const Environment& env) {
 // allocation's SLURM_NTASKS, and is not rank 0 of that many.
 std::optional<View> slurmView(const Environment& env) {
   if (!env.has(env::kSlurmStepId)) return std::nullopt;
-  const std::string_view sizeVar = env.has(env::kSlurmNTasks) ? env::kSlurmNTasks
-                                                              : env::kSlurmNProcs;
+  const std::string_view sizeVar = env.has(env::kSlurmNTasks) ? env::kSlurmNTasks : env::kSlurmNProcs;
   const auto pair = readPair(env, env::kSlurmProcId, sizeVar);
   if (!pair) return std::nullopt;
-  View view{WorldSource::kSlurm, env::kSlurmProcId, sizeVar, pair->first, pair->second,
-            readInt(env, env::kSlurmLocalId, 0), std::nullopt, readInt(env, env::kSlurmNodeId, 0)};
-  const auto perNode = env.get(env::kSlurmStepTasksPerNode) ? env.get(env::kSlurmStepTasksPerNode)
-                                                            : env.get(env::kSlurmTasksPerNode);
+  View view{WorldSource::kSlurm,
+            env::kSlurmProcId,
+            sizeVar,
+            pair->first,
+            pair->second,
+            readInt(env, env::kSlurmLocalId, 0),
+            std::nullopt,
+            readInt(env, env::kSlurmNodeId, 0)};
+  const auto perNode =
+      env.get(env::kSlurmStepTasksPerNode) ? env.get(env::kSlurmStepTasksPerNode) : env.get(env::kSlurmTasksPerNode);
   if (perNode && view.nodeRank) view.localSize = slurmTasksOnNode(*perNode, *view.nodeRank);
   return view;
 }
@@ -76,8 +85,7 @@ std::optional<View> torchrunView(const Environment& env) {
   if (!pair) {
     for (auto name : {env::kLocalRank, env::kLocalWorldSize, env::kNodeRank}) {
       if (env.has(name)) {
-        throw ConfigError(fmt::format("{} is set but {} and {} are not", name, env::kRank,
-                                      env::kWorldSize));
+        throw ConfigError(fmt::format("{} is set but {} and {} are not", name, env::kRank, env::kWorldSize));
       }
     }
     return std::nullopt;
@@ -85,19 +93,22 @@ std::optional<View> torchrunView(const Environment& env) {
   auto nodeRank = readInt(env, env::kNodeRank, 0);
   const auto groupRank = readInt(env, env::kGroupRank, 0);
   if (nodeRank && groupRank && *nodeRank != *groupRank) {
-    throw ConfigError(fmt::format("{}={} and {}={} disagree", env::kNodeRank, *nodeRank,
-                                  env::kGroupRank, *groupRank));
+    throw ConfigError(fmt::format("{}={} and {}={} disagree", env::kNodeRank, *nodeRank, env::kGroupRank, *groupRank));
   }
-  return View{WorldSource::kTorchrun, env::kRank, env::kWorldSize, pair->first, pair->second,
-              readInt(env, env::kLocalRank, 0), readInt(env, env::kLocalWorldSize, 1),
+  return View{WorldSource::kTorchrun,
+              env::kRank,
+              env::kWorldSize,
+              pair->first,
+              pair->second,
+              readInt(env, env::kLocalRank, 0),
+              readInt(env, env::kLocalWorldSize, 1),
               nodeRank ? nodeRank : groupRank};
 }
 
 void requireAgree(const View& primary, const View& other) {
   if (primary.rank != other.rank || primary.size != other.size) {
-    throw ConfigError(fmt::format(
-        "conflicting world: {}={} {}={} but {}={} {}={}", primary.rankVar, primary.rank,
-        primary.sizeVar, primary.size, other.rankVar, other.rank, other.sizeVar, other.size));
+    throw ConfigError(fmt::format("conflicting world: {}={} {}={} but {}={} {}={}", primary.rankVar, primary.rank,
+                                  primary.sizeVar, primary.size, other.rankVar, other.rank, other.sizeVar, other.size));
   }
 }
 
@@ -105,10 +116,14 @@ void requireAgree(const View& primary, const View& other) {
 
 std::string_view worldSourceName(WorldSource source) {
   switch (source) {
-    case WorldSource::kSingle: return "single";
-    case WorldSource::kOpenMpi: return "openmpi";
-    case WorldSource::kSlurm: return "slurm";
-    case WorldSource::kTorchrun: return "torchrun";
+    case WorldSource::kSingle:
+      return "single";
+    case WorldSource::kOpenMpi:
+      return "openmpi";
+    case WorldSource::kSlurm:
+      return "slurm";
+    case WorldSource::kTorchrun:
+      return "torchrun";
   }
   return "unknown";
 }
@@ -137,8 +152,7 @@ int slurmTasksOnNode(std::string_view tasksPerNode, int nodeId) {
     node += repeat;
   }
   if (tasksPerNode.empty()) throw bad();
-  throw ConfigError(fmt::format("Slurm tasks-per-node value '{}' has no entry for node {}",
-                                tasksPerNode, nodeId));
+  throw ConfigError(fmt::format("Slurm tasks-per-node value '{}' has no entry for node {}", tasksPerNode, nodeId));
 }
 
 WorldInfo discoverWorld(const Environment& env) {
@@ -165,12 +179,11 @@ WorldInfo discoverWorld(const Environment& env) {
     world.localSize = localSize.value_or(world.size);
     world.localRank = localRank.value_or(world.rank % world.localSize);
     if (world.localRank >= world.localSize) {
-      throw ConfigError(fmt::format("local rank {} is not below the local world size {}",
-                                    world.localRank, world.localSize));
+      throw ConfigError(
+          fmt::format("local rank {} is not below the local world size {}", world.localRank, world.localSize));
     }
     if (world.localSize > world.size) {
-      throw ConfigError(fmt::format("local world size {} exceeds the world size {}",
-                                    world.localSize, world.size));
+      throw ConfigError(fmt::format("local world size {} exceeds the world size {}", world.localSize, world.size));
     }
     world.nodeRank = pick(&View::nodeRank).value_or(world.rank / world.localSize);
   }

@@ -27,8 +27,7 @@ std::optional<std::string> Environment::get(std::string_view name) const {
   return it->second;
 }
 
-std::optional<long long> Environment::getInt(std::string_view name, long long min,
-                                             long long max) const {
+std::optional<long long> Environment::getInt(std::string_view name, long long min, long long max) const {
   const auto value = get(name);
   if (!value) return std::nullopt;
   long long parsed = 0;
@@ -39,8 +38,7 @@ std::optional<long long> Environment::getInt(std::string_view name, long long mi
     throw ConfigError(fmt::format("environment variable {}='{}' is not an integer", name, *value));
   }
   if (parsed < min || parsed > max) {
-    throw ConfigError(fmt::format("environment variable {}={} is out of range [{}, {}]", name,
-                                  parsed, min, max));
+    throw ConfigError(fmt::format("environment variable {}={} is out of range [{}, {}]", name, parsed, min, max));
   }
   return parsed;
 }

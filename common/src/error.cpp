@@ -2,8 +2,6 @@
 
 namespace ddp {
 
-int exitCodeFor(const std::exception& e) noexcept {
-  return dynamic_cast<const ConfigError*>(&e) != nullptr ? 2 : 1;
-}
+int exitCodeFor(const std::exception& e) noexcept { return dynamic_cast<const ConfigError*>(&e) != nullptr ? 2 : 1; }
 
 }  // namespace ddp

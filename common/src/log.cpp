@@ -29,7 +29,7 @@ class StderrSink final : public spdlog::sinks::base_sink<std::mutex> {
     const char* marker = msg.level == spdlog::level::warn    ? "warning: "
                          : msg.level == spdlog::level::debug ? "debug: "
                          : msg.level == spdlog::level::trace ? "trace: "
-                                                              : "";
+                                                             : "";
     const auto line = fmt::format("{}{}{}: {}{}\n", fmt::string_view(msg.logger_name.data(), msg.logger_name.size()),
                                   prefix_.empty() ? "" : " ", prefix_, marker,
                                   fmt::string_view(msg.payload.data(), msg.payload.size()));

@@ -79,12 +79,11 @@ NetInterface findInterface(const std::vector<NetInterface>& interfaces, const st
   for (const auto& i : interfaces) {
     if (i.name == name) return i;
   }
-  throw ConfigError(fmt::format("network interface '{}' has no IPv4 address here (interfaces: {})",
-                                name, names(interfaces)));
+  throw ConfigError(
+      fmt::format("network interface '{}' has no IPv4 address here (interfaces: {})", name, names(interfaces)));
 }
 
-NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces,
-                               const std::string& address) {
+NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces, const std::string& address) {
   const uint32_t target = resolveIpv4(address);
   for (const auto& i : interfaces) {
     if (i.addr == target || inSubnet(i, target)) return i;
@@ -113,8 +112,7 @@ NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces,
       }
     }
   }
-  throw ConfigError(fmt::format("no network interface reaches {} (interfaces: {})", address,
-                                names(interfaces)));
+  throw ConfigError(fmt::format("no network interface reaches {} (interfaces: {})", address, names(interfaces)));
 }
 
 HostRecord localHostRecord() {
@@ -135,8 +133,8 @@ HostRecord localHostRecord() {
 std::string chooseRendezvousAddress(const std::vector<HostRecord>& records) {
   if (records.empty()) throw Error("chooseRendezvousAddress: no ranks");
   const auto& root = records.front();
-  const bool oneHost = std::all_of(records.begin(), records.end(),
-                                   [&](const HostRecord& r) { return r.identity == root.identity; });
+  const bool oneHost =
+      std::all_of(records.begin(), records.end(), [&](const HostRecord& r) { return r.identity == root.identity; });
   if (oneHost) return "127.0.0.1";
   const NetInterface* best = nullptr;
   int bestHosts = -1;
@@ -154,8 +152,7 @@ std::string chooseRendezvousAddress(const std::vector<HostRecord>& records) {
     }
   }
   if (best == nullptr) {
-    throw ConfigError(
-        "ranks run on several hosts but rank 0's host has no non-loopback IPv4 interface");
+    throw ConfigError("ranks run on several hosts but rank 0's host has no non-loopback IPv4 interface");
   }
   return best->address;
 }

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-
 namespace ddp {
 namespace {
 
@@ -20,7 +19,9 @@ json orNull(const std::optional<int>& value) { return value ? json(*value) : jso
 }  // namespace
 
 std::string_view rankStatusName(RankStatus status) { return enumName(kStatusNames, status); }
-std::optional<RankStatus> parseRankStatus(std::string_view name) { return enumFromName<RankStatus>(kStatusNames, name); }
+std::optional<RankStatus> parseRankStatus(std::string_view name) {
+  return enumFromName<RankStatus>(kStatusNames, name);
+}
 
 json toJson(const RankExitRecord& r) {
   json j{{"schema", kRankExitSchemaVersion},
@@ -44,8 +45,8 @@ json toJson(const RankExitRecord& r) {
 RankExitRecord rankExitFromJson(const json& j) {
   const JsonFields f(j);
   if (auto schema = f.optionalInteger("schema"); schema && *schema != kRankExitSchemaVersion)
-    throw ConfigError(fmt::format("schema version {} is not supported (this build reads {})", *schema,
-                                  kRankExitSchemaVersion));
+    throw ConfigError(
+        fmt::format("schema version {} is not supported (this build reads {})", *schema, kRankExitSchemaVersion));
   RankExitRecord r;
   r.rank = static_cast<int>(f.integer("rank", 0));
   r.host = f.optionalString("host").value_or("");

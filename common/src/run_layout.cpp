@@ -55,11 +55,16 @@ std::string RunLayout::ncclDebugFile() const { return join(ncclDir(), fmt::forma
 
 std::string RunLayout::report(ReportFile file) const {
   switch (file) {
-    case ReportFile::kText: return root_ + "/report.txt";
-    case ReportFile::kJson: return root_ + "/report.json";
-    case ReportFile::kMarkdown: return root_ + "/report.md";
-    case ReportFile::kHtml: return root_ + "/report.html";
-    case ReportFile::kTrace: return root_ + "/trace.json";
+    case ReportFile::kText:
+      return root_ + "/report.txt";
+    case ReportFile::kJson:
+      return root_ + "/report.json";
+    case ReportFile::kMarkdown:
+      return root_ + "/report.md";
+    case ReportFile::kHtml:
+      return root_ + "/report.html";
+    case ReportFile::kTrace:
+      return root_ + "/trace.json";
   }
   return root_;
 }

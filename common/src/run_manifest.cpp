@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-
 namespace ddp {
 namespace {
 
@@ -27,8 +26,11 @@ std::optional<T> optionalAs(const JsonFields& f, const char* key) {
 }
 
 json versionsJson(const Versions& v) {
-  return {{"ddprun", orNull(v.ddprun)},   {"openmpi", orNull(v.openmpi)}, {"libtorch", orNull(v.libtorch)},
-          {"libtorch_cuda", orNull(v.libtorchCuda)}, {"nccl", orNull(v.nccl)}};
+  return {{"ddprun", orNull(v.ddprun)},
+          {"openmpi", orNull(v.openmpi)},
+          {"libtorch", orNull(v.libtorch)},
+          {"libtorch_cuda", orNull(v.libtorchCuda)},
+          {"nccl", orNull(v.nccl)}};
 }
 
 Versions versionsFrom(const json& j) {
@@ -50,8 +52,12 @@ json endJson(const RunManifest& m) {
             {"stacks_done_unix_us", m.hang->stacksDoneUnixUs}};
   json ranks = json::array();
   for (const auto& r : m.ranks)
-    ranks.push_back({{"rank", r.rank}, {"host", r.host}, {"pid", r.pid}, {"status", rankStatusName(r.status)},
-                     {"exit_code", orNull(r.exitCode)}, {"signal", orNull(r.signal)}});
+    ranks.push_back({{"rank", r.rank},
+                     {"host", r.host},
+                     {"pid", r.pid},
+                     {"status", rankStatusName(r.status)},
+                     {"exit_code", orNull(r.exitCode)},
+                     {"signal", orNull(r.signal)}});
   return {{"end_unix_us", *m.endUnixUs},
           {"end", isoTime(*m.endUnixUs)},
           {"duration_s", static_cast<double>(*m.endUnixUs - m.startUnixUs) / 1e6},
@@ -171,8 +177,8 @@ RunManifest runManifestFromJson(const json& j) {
   const JsonFields f(j);
   const auto schema = f.integer("schema", 1);
   if (schema != kRunManifestSchemaVersion)
-    throw ConfigError(fmt::format("schema version {} is not supported (this build reads {})", schema,
-                                  kRunManifestSchemaVersion));
+    throw ConfigError(
+        fmt::format("schema version {} is not supported (this build reads {})", schema, kRunManifestSchemaVersion));
   RunManifest m;
   try {
     readStart(f, m);

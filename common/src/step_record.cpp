@@ -14,10 +14,9 @@ namespace {
 using nlohmann::json;
 
 // In the order of CollectiveOp.
-constexpr std::array<std::string_view, 6> kOpNames = {"allreduce", "broadcast", "allgather",
-                                                      "reduce_scatter", "alltoall", "barrier"};
-constexpr std::array<std::string_view, 5> kPhaseNames = {"data", "forward", "backward", "comm_wait",
-                                                         "optimizer"};
+constexpr std::array<std::string_view, 6> kOpNames = {"allreduce",      "broadcast", "allgather",
+                                                      "reduce_scatter", "alltoall",  "barrier"};
+constexpr std::array<std::string_view, 5> kPhaseNames = {"data", "forward", "backward", "comm_wait", "optimizer"};
 
 CollectiveRecord parseCollective(const json& entry) {
   if (!entry.is_object()) throw ConfigError("an entry of \"collectives\" is not an object");
@@ -79,8 +78,8 @@ StepRecord parseStepRecord(std::string_view line) {
   const JsonFields f(object);
   const auto schema = f.integer("schema", 1);
   if (schema != kTimingsSchemaVersion)
-    throw ConfigError(fmt::format("schema version {} is not supported (this build reads {})",
-                                  schema, kTimingsSchemaVersion));
+    throw ConfigError(
+        fmt::format("schema version {} is not supported (this build reads {})", schema, kTimingsSchemaVersion));
   StepRecord record;
   record.rank = static_cast<int>(f.integer("rank", 0));
   if (auto world = f.optionalInteger("world_size", 1)) record.worldSize = static_cast<int>(*world);

@@ -9,7 +9,7 @@ std::string rankList(const std::vector<int>& ranks) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     size_t j = i;
     while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + (j > i + 1   ? fmt::format("{}-{}", ranks[i], ranks[j])
+    out += (out.empty() ? "" : ", ") + (j > i + 1    ? fmt::format("{}-{}", ranks[i], ranks[j])
                                         : j == i + 1 ? fmt::format("{}, {}", ranks[i], ranks[j])
                                                      : std::to_string(ranks[i]));
     i = j;

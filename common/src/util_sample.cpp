@@ -10,8 +10,11 @@
 namespace ddp {
 
 std::string formatUtilSample(const UtilSample& s) {
-  nlohmann::json line = {{"rank", s.rank},       {"t_unix_us", s.tUnixUs},    {"cpu_pct", s.cpuPct},
-                         {"rss_mib", s.rssMib},  {"processes", s.processes}};
+  nlohmann::json line = {{"rank", s.rank},
+                         {"t_unix_us", s.tUnixUs},
+                         {"cpu_pct", s.cpuPct},
+                         {"rss_mib", s.rssMib},
+                         {"processes", s.processes}};
   if (s.gpu) line["gpu"] = *s.gpu;
   if (s.gpuUtilPct) line["gpu_util_pct"] = *s.gpuUtilPct;
   if (s.gpuMemUtilPct) line["gpu_mem_util_pct"] = *s.gpuMemUtilPct;

@@ -55,8 +55,8 @@ void checkWritableParent(const std::string& path, const std::string& option) {
   if (!fs::is_directory(dir, ec))
     throw ConfigError(fmt::format("{} {}: directory {} does not exist", option, path, dir.string()));
   if (!canCreateIn(dir))
-    throw ConfigError(fmt::format("{} {}: cannot create files in {}: {}", option, path, dir.string(),
-                                  std::strerror(errno)));
+    throw ConfigError(
+        fmt::format("{} {}: cannot create files in {}: {}", option, path, dir.string(), std::strerror(errno)));
 }
 
 void saveCheckpoint(const std::string& dir, const std::string& signature, torch::nn::Module& model,
@@ -78,8 +78,8 @@ void saveCheckpoint(const std::string& dir, const std::string& signature, torch:
   commitTemporary(tmp, path);
 }
 
-std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string& signature,
-                                      torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string& signature, torch::nn::Module& model,
+                                      torch::optim::Optimizer& optimizer) {
   const auto path = checkpointFile(dir);
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
@@ -93,10 +93,10 @@ std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string&
     auto saved = savedSignature.toStringRef();
     if (saved != signature) {
       auto name = saved.substr(0, saved.find(';'));
-      throw ConfigError(fmt::format("checkpoint {} is of another model ({}{}); this run trains {}",
-                                    path, name, name == signature.substr(0, signature.find(';'))
-                                                    ? " with other parameter shapes" : "",
-                                    signature.substr(0, signature.find(';'))));
+      throw ConfigError(
+          fmt::format("checkpoint {} is of another model ({}{}); this run trains {}", path, name,
+                      name == signature.substr(0, signature.find(';')) ? " with other parameter shapes" : "",
+                      signature.substr(0, signature.find(';'))));
     }
     archive.read("model", modelArchive);
     archive.read("optimizer", optimizerArchive);

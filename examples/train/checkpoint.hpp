@@ -22,8 +22,8 @@ void saveCheckpoint(const std::string& dir, const std::string& signature, torch:
 
 // Loads <dir>/checkpoint.pt into model and optimizer and returns its step; nullopt when there
 // is no checkpoint yet. Throws ConfigError when it is unreadable or of another model.
-std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string& signature,
-                                      torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+std::optional<int64_t> loadCheckpoint(const std::string& dir, const std::string& signature, torch::nn::Module& model,
+                                      torch::optim::Optimizer& optimizer);
 
 // Checks that a file can be created beside `path` (in its directory); throws ConfigError
 // naming the option.

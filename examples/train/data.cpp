@@ -72,15 +72,13 @@ class SyntheticDataset : public Dataset {
   std::vector<float> teacher_;
 };
 
-std::vector<unsigned char> readWhole(const fs::path& path, const std::string& dataset,
-                                     const std::string& expected) {
+std::vector<unsigned char> readWhole(const fs::path& path, const std::string& dataset, const std::string& expected) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
     throw ConfigError(fmt::format("{}: {} is missing; expected {}", dataset, path.string(), expected));
   std::ifstream in(path, std::ios::binary);
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof())
-    throw ConfigError(fmt::format("{}: cannot read {}", dataset, path.string()));
+  if (!in.good() && !in.eof()) throw ConfigError(fmt::format("{}: cannot read {}", dataset, path.string()));
   return bytes;
 }
 
@@ -89,8 +87,12 @@ class ByteImageDataset : public Dataset {
  public:
   ByteImageDataset(std::string name, SampleShape shape, std::vector<unsigned char> pixels,
                    std::vector<unsigned char> labels, std::vector<float> mean, std::vector<float> std)
-      : name_(std::move(name)), shape_(shape), pixels_(std::move(pixels)), labels_(std::move(labels)),
-        mean_(std::move(mean)), std_(std::move(std)) {}
+      : name_(std::move(name)),
+        shape_(shape),
+        pixels_(std::move(pixels)),
+        labels_(std::move(labels)),
+        mean_(std::move(mean)),
+        std_(std::move(std)) {}
   int64_t size() const override { return static_cast<int64_t>(labels_.size()); }
   SampleShape shape() const override { return shape_; }
   std::string describe() const override { return fmt::format("{} ({} samples)", name_, size()); }
@@ -127,25 +129,33 @@ std::unique_ptr<Dataset> openMnist(const fs::path& dir) {
   auto images = readWhole(imagesPath, "mnist", "the uncompressed MNIST training images (IDX, magic 2051)");
   auto labels = readWhole(labelsPath, "mnist", "the uncompressed MNIST training labels (IDX, magic 2049)");
   if (images.size() < 16 || bigEndian32(images, 0) != 2051)
-    throw ConfigError(fmt::format("mnist: {} is not an IDX image file (expected magic 2051 in its "
-                                  "first 4 bytes; gunzip it first if it is compressed)", imagesPath.string()));
+    throw ConfigError(
+        fmt::format("mnist: {} is not an IDX image file (expected magic 2051 in its "
+                    "first 4 bytes; gunzip it first if it is compressed)",
+                    imagesPath.string()));
   if (labels.size() < 8 || bigEndian32(labels, 0) != 2049)
-    throw ConfigError(fmt::format("mnist: {} is not an IDX label file (expected magic 2049 in its "
-                                  "first 4 bytes; gunzip it first if it is compressed)", labelsPath.string()));
+    throw ConfigError(
+        fmt::format("mnist: {} is not an IDX label file (expected magic 2049 in its "
+                    "first 4 bytes; gunzip it first if it is compressed)",
+                    labelsPath.string()));
   const uint64_t n = bigEndian32(images, 4), rows = bigEndian32(images, 8), cols = bigEndian32(images, 12);
   if (rows != 28 || cols != 28 || images.size() != 16 + n * rows * cols)
-    throw ConfigError(fmt::format("mnist: {} holds {} bytes for {} images of {}x{}; expected 28x28 "
-                                  "images and 16 + n*784 bytes", imagesPath.string(), images.size(), n, rows, cols));
+    throw ConfigError(
+        fmt::format("mnist: {} holds {} bytes for {} images of {}x{}; expected 28x28 "
+                    "images and 16 + n*784 bytes",
+                    imagesPath.string(), images.size(), n, rows, cols));
   if (bigEndian32(labels, 4) != n || labels.size() != 8 + n)
-    throw ConfigError(fmt::format("mnist: {} does not hold {} labels (one byte each after an 8-byte "
-                                  "header)", labelsPath.string(), n));
+    throw ConfigError(
+        fmt::format("mnist: {} does not hold {} labels (one byte each after an 8-byte "
+                    "header)",
+                    labelsPath.string(), n));
   images.erase(images.begin(), images.begin() + 16);
   labels.erase(labels.begin(), labels.begin() + 8);
   for (auto label : labels)
-    if (label >= 10) throw ConfigError(fmt::format("mnist: {} has label {} (expected 0-9)", labelsPath.string(), int{label}));
-  return std::make_unique<ByteImageDataset>("mnist", SampleShape{1, 28, 28}, std::move(images),
-                                            std::move(labels), std::vector<float>{0.1307f},
-                                            std::vector<float>{0.3081f});
+    if (label >= 10)
+      throw ConfigError(fmt::format("mnist: {} has label {} (expected 0-9)", labelsPath.string(), int{label}));
+  return std::make_unique<ByteImageDataset>("mnist", SampleShape{1, 28, 28}, std::move(images), std::move(labels),
+                                            std::vector<float>{0.1307f}, std::vector<float>{0.3081f});
 }
 
 std::unique_ptr<Dataset> openCifar10(const fs::path& dir) {
@@ -155,25 +165,28 @@ std::unique_ptr<Dataset> openCifar10(const fs::path& dir) {
     auto path = dir / fmt::format("data_batch_{}.bin", i);
     auto bytes = readWhole(path, "cifar10", "the CIFAR-10 binary version (cifar-10-batches-bin)");
     if (bytes.size() != kRecord * kPerFile)
-      throw ConfigError(fmt::format("cifar10: {} is {} bytes; expected {} (10000 records of a label "
-                                    "byte and 3072 pixel bytes)", path.string(), bytes.size(), kRecord * kPerFile));
+      throw ConfigError(
+          fmt::format("cifar10: {} is {} bytes; expected {} (10000 records of a label "
+                      "byte and 3072 pixel bytes)",
+                      path.string(), bytes.size(), kRecord * kPerFile));
     for (size_t r = 0; r < kPerFile; ++r) {
       const unsigned char* rec = bytes.data() + r * kRecord;
       if (rec[0] >= 10)
-        throw ConfigError(fmt::format("cifar10: {} record {} has label {} (expected 0-9)", path.string(), r, int{rec[0]}));
+        throw ConfigError(
+            fmt::format("cifar10: {} record {} has label {} (expected 0-9)", path.string(), r, int{rec[0]}));
       labels.push_back(rec[0]);
       pixels.insert(pixels.end(), rec + 1, rec + kRecord);
     }
   }
-  return std::make_unique<ByteImageDataset>("cifar10", SampleShape{3, 32, 32}, std::move(pixels),
-                                            std::move(labels), std::vector<float>{0.4914f, 0.4822f, 0.4465f},
+  return std::make_unique<ByteImageDataset>("cifar10", SampleShape{3, 32, 32}, std::move(pixels), std::move(labels),
+                                            std::vector<float>{0.4914f, 0.4822f, 0.4465f},
                                             std::vector<float>{0.2470f, 0.2435f, 0.2616f});
 }
 
 }  // namespace
 
-std::unique_ptr<Dataset> openDataset(const std::string& spec, const std::string& model,
-                                     int64_t syntheticSize, uint64_t seed) {
+std::unique_ptr<Dataset> openDataset(const std::string& spec, const std::string& model, int64_t syntheticSize,
+                                     uint64_t seed) {
   if (spec == "synthetic") {
     SampleShape shape = model == "mlp" ? SampleShape{1, 28, 28} : SampleShape{3, 32, 32};
     return std::make_unique<SyntheticDataset>(shape, syntheticSize, seed);
@@ -182,20 +195,19 @@ std::unique_ptr<Dataset> openDataset(const std::string& spec, const std::string&
   std::string kind = spec.substr(0, colon), dir = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if ((kind == "cifar10" || kind == "mnist") && !dir.empty()) {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      throw ConfigError(fmt::format("{}: data directory {} does not exist", kind, dir));
+    if (!fs::is_directory(dir, ec)) throw ConfigError(fmt::format("{}: data directory {} does not exist", kind, dir));
     return kind == "mnist" ? openMnist(dir) : openCifar10(dir);
   }
   throw ConfigError(fmt::format("--data '{}' is not synthetic, cifar10:DIR or mnist:DIR", spec));
 }
 
-ShardSampler::ShardSampler(int64_t datasetSize, int64_t batch, int64_t accumulate, int worldSize,
-                           uint64_t seed)
+ShardSampler::ShardSampler(int64_t datasetSize, int64_t batch, int64_t accumulate, int worldSize, uint64_t seed)
     : datasetSize_(datasetSize), batch_(batch), accumulate_(accumulate), worldSize_(worldSize), seed_(seed) {
   if (stepsPerEpoch() == 0)
-    throw ConfigError(fmt::format("the dataset has {} samples, fewer than one global batch of {} "
-                                  "({} ranks x {} per rank x {} micro-batches)",
-                                  datasetSize_, globalBatch(), worldSize_, batch_, accumulate_));
+    throw ConfigError(
+        fmt::format("the dataset has {} samples, fewer than one global batch of {} "
+                    "({} ranks x {} per rank x {} micro-batches)",
+                    datasetSize_, globalBatch(), worldSize_, batch_, accumulate_));
 }
 
 const std::vector<int64_t>& ShardSampler::permutation(int64_t epoch) const {

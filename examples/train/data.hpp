@@ -25,8 +25,8 @@ class Dataset {
 // spec: "synthetic", "cifar10:DIR" or "mnist:DIR". Synthetic samples are MNIST-shaped for the
 // MLP and CIFAR-shaped otherwise, generated from (seed, index) alone. Throws ConfigError naming
 // the file and what was expected when a directory does not hold the standard files.
-std::unique_ptr<Dataset> openDataset(const std::string& spec, const std::string& model,
-                                     int64_t syntheticSize, uint64_t seed);
+std::unique_ptr<Dataset> openDataset(const std::string& spec, const std::string& model, int64_t syntheticSize,
+                                     uint64_t seed);
 
 // Which samples each rank takes. Every epoch is a permutation of the dataset drawn from
 // (seed, epoch); global step s takes the next worldSize * accumulate * batch samples of it

@@ -105,8 +105,7 @@ struct ResNet : Net {
 
 }  // namespace
 
-std::shared_ptr<Net> makeModel(const std::string& name, const SampleShape& shape,
-                               const std::vector<int64_t>& hidden) {
+std::shared_ptr<Net> makeModel(const std::string& name, const SampleShape& shape, const std::vector<int64_t>& hidden) {
   if (name == "mlp") return std::make_shared<Mlp>(shape.numel(), hidden);
   if (name == "cnn") return std::make_shared<SmallCnn>(shape);
   if (name == "resnet18") return std::make_shared<ResNet>(shape, std::vector<int>{2, 2, 2, 2}, false);

@@ -15,7 +15,6 @@ struct Net : torch::nn::Module {
 inline constexpr int64_t kClasses = 10;
 
 // Throws ConfigError for an unknown name.
-std::shared_ptr<Net> makeModel(const std::string& name, const SampleShape& shape,
-                               const std::vector<int64_t>& hidden);
+std::shared_ptr<Net> makeModel(const std::string& name, const SampleShape& shape, const std::vector<int64_t>& hidden);
 
 }  // namespace ddp::train

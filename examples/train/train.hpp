@@ -15,17 +15,17 @@ class Module;
 namespace ddp::train {
 
 struct TrainOptions {
-  std::string model = "mlp";        // mlp | cnn | resnet18 | resnet50
+  std::string model = "mlp";              // mlp | cnn | resnet18 | resnet50
   std::vector<int64_t> hidden{512, 512};  // mlp hidden layer widths
-  std::string data = "synthetic";   // synthetic | cifar10:DIR | mnist:DIR
-  int64_t syntheticSize = 60000;    // samples in the synthetic dataset
-  int64_t steps = 0;                // 0: from epochs
+  std::string data = "synthetic";         // synthetic | cifar10:DIR | mnist:DIR
+  int64_t syntheticSize = 60000;          // samples in the synthetic dataset
+  int64_t steps = 0;                      // 0: from epochs
   int64_t epochs = 0;
-  int64_t batchSize = 32;           // per rank, per micro-batch
-  int64_t accumulate = 1;           // micro-batches per step (all but the last under no_sync)
+  int64_t batchSize = 32;  // per rank, per micro-batch
+  int64_t accumulate = 1;  // micro-batches per step (all but the last under no_sync)
   double lr = 0.05;
   double momentum = 0.9;
-  std::string backend;              // empty: mpi under mpirun/ddprun, else gloo
+  std::string backend;  // empty: mpi under mpirun/ddprun, else gloo
   double bucketMb = 25;
   double firstBucketMb = 1;
   bool overlap = true;
@@ -33,7 +33,7 @@ struct TrainOptions {
   int threads = 1;
   uint64_t seed = 1;
   std::string checkpointDir;
-  int64_t checkpointEvery = 0;      // 0: only at the end
+  int64_t checkpointEvery = 0;  // 0: only at the end
   bool resume = false;
   bool verify = false;
   std::string dumpParams;

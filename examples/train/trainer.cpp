@@ -7,12 +7,12 @@
 #include "train.hpp"
 
 #include "ddp/comm/distributed_data_parallel.hpp"
-#include "ddp/common/error.hpp"
-#include "ddp/common/log.hpp"
-#include "ddp/common/files.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/step_timer.hpp"
 #include "ddp/comm/world.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
+#include "ddp/common/log.hpp"
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
@@ -133,20 +133,27 @@ void injectFaults(const std::vector<Fault>& faults, int rank, int64_t step, Phas
       continue;
     }
     switch (f.kind) {
-      case Fault::Kind::kSlow: std::this_thread::sleep_for(std::chrono::milliseconds(f.arg)); break;
+      case Fault::Kind::kSlow:
+        std::this_thread::sleep_for(std::chrono::milliseconds(f.arg));
+        break;
       case Fault::Kind::kExit:
         if (once) {
           log::get("train")->error("rank {}: injected fault: exit {} at step {}", rank, f.arg, step);
           std::_Exit(static_cast<int>(f.arg));
         }
         break;
-      case Fault::Kind::kSegv: if (once) std::raise(SIGSEGV); break;
-      case Fault::Kind::kKill: if (once) std::raise(SIGKILL); break;
+      case Fault::Kind::kSegv:
+        if (once) std::raise(SIGSEGV);
+        break;
+      case Fault::Kind::kKill:
+        if (once) std::raise(SIGKILL);
+        break;
       case Fault::Kind::kHang:
         if (once)
           for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
         break;
-      case Fault::Kind::kData: break;
+      case Fault::Kind::kData:
+        break;
     }
   }
 }
@@ -174,8 +181,10 @@ Fault parseFault(const std::string& spec) {
     b = e + 1;
   }
   auto bad = [&](const std::string& why) {
-    return ConfigError(fmt::format("--fault '{}': {} (expected RANK:STEP:KIND[:ARG], KIND one of exit, segv, kill, "
-                                   "hang, slow, data)", spec, why));
+    return ConfigError(
+        fmt::format("--fault '{}': {} (expected RANK:STEP:KIND[:ARG], KIND one of exit, segv, kill, "
+                    "hang, slow, data)",
+                    spec, why));
   };
   if (parts.size() < 3 || parts.size() > 4) throw bad("wrong number of fields");
   auto integer = [&](const std::string& text, const char* what) {
@@ -191,9 +200,9 @@ Fault parseFault(const std::string& spec) {
   Fault f;
   f.rank = static_cast<int>(integer(parts[0], "rank"));
   f.step = integer(parts[1], "step");
-  static const std::map<std::string, Fault::Kind> kKinds = {
-      {"exit", Fault::Kind::kExit}, {"segv", Fault::Kind::kSegv}, {"kill", Fault::Kind::kKill},
-      {"hang", Fault::Kind::kHang}, {"slow", Fault::Kind::kSlow}, {"data", Fault::Kind::kData}};
+  static const std::map<std::string, Fault::Kind> kKinds = {{"exit", Fault::Kind::kExit}, {"segv", Fault::Kind::kSegv},
+                                                            {"kill", Fault::Kind::kKill}, {"hang", Fault::Kind::kHang},
+                                                            {"slow", Fault::Kind::kSlow}, {"data", Fault::Kind::kData}};
   auto kind = kKinds.find(parts[2]);
   if (kind == kKinds.end()) throw bad(fmt::format("unknown kind '{}'", parts[2]));
   f.kind = kind->second;
@@ -213,8 +222,10 @@ int runTraining(const TrainOptions& o) {
   bool cuda = o.device == "cuda" || (o.device == "auto" && torch::cuda::is_available());
   if (cuda && !torch::cuda::is_available())
     throw ConfigError("--device cuda: this LibTorch has no CUDA or no GPU is visible");
-  torch::Device device = cuda ? torch::Device(torch::kCUDA, static_cast<int>(world.localRank % std::max<int64_t>(1, torch::cuda::device_count())))
-                              : torch::Device(torch::kCPU);
+  torch::Device device =
+      cuda ? torch::Device(torch::kCUDA,
+                           static_cast<int>(world.localRank % std::max<int64_t>(1, torch::cuda::device_count())))
+           : torch::Device(torch::kCPU);
 
   // Everything a user can get wrong is checked before the first collective.
   std::vector<Fault> faults;
@@ -256,21 +267,22 @@ int runTraining(const TrainOptions& o) {
     ddp.allreduceTensor(low, comm::ReduceOp::kMin);
     ddp.allreduceTensor(high, comm::ReduceOp::kMax);
     if (low.item<int64_t>() != high.item<int64_t>())
-      throw ConfigError(fmt::format("ranks resumed from different steps ({} to {}): --checkpoint {} must be "
-                                    "a directory every host sees", low.item<int64_t>(), high.item<int64_t>(),
-                                    o.checkpointDir));
+      throw ConfigError(
+          fmt::format("ranks resumed from different steps ({} to {}): --checkpoint {} must be "
+                      "a directory every host sees",
+                      low.item<int64_t>(), high.item<int64_t>(), o.checkpointDir));
   }
   Precision precision(o.amp, cuda);
 
   int64_t parameterCount = 0;
   for (const auto& p : model->parameters()) parameterCount += p.numel();
   if (first) {
-    std::cout << fmt::format("train: model={} params={} data={} backend={} world={} batch={}x{}/rank "
-                             "buckets={} overlap={} precision={} device={}{}\n",
-                             o.model, parameterCount, dataset->describe(), backendName, world.size,
-                             o.batchSize, o.accumulate, ddp.buckets().size(), o.overlap ? "on" : "off",
-                             precision.name(), device.str(),
-                             timer.writing() ? " timings=" + timer.path() : "");
+    std::cout << fmt::format(
+        "train: model={} params={} data={} backend={} world={} batch={}x{}/rank "
+        "buckets={} overlap={} precision={} device={}{}\n",
+        o.model, parameterCount, dataset->describe(), backendName, world.size, o.batchSize, o.accumulate,
+        ddp.buckets().size(), o.overlap ? "on" : "off", precision.name(), device.str(),
+        timer.writing() ? " timings=" + timer.path() : "");
     if (startStep > 0) std::cout << fmt::format("train: resumed from step {} of {}\n", startStep, o.checkpointDir);
     std::cout << std::flush;
   }
@@ -312,10 +324,12 @@ int runTraining(const TrainOptions& o) {
     lastLoss = stepLoss;
 
     const int64_t done = step + 1;
-    if (first && !o.checkpointDir.empty() && o.checkpointEvery > 0 && done % o.checkpointEvery == 0 && done < totalSteps)
+    if (first && !o.checkpointDir.empty() && o.checkpointEvery > 0 && done % o.checkpointEvery == 0 &&
+        done < totalSteps)
       saveCheckpoint(o.checkpointDir, signature, *model, optimizer, done);
     if (first && (done % logEvery == 0 || done == totalSteps))
-      std::cout << fmt::format("train: step {}/{} loss {:.4f} step_ms {:.2f}\n", done, totalSteps, stepLoss, stepMs.back())
+      std::cout << fmt::format("train: step {}/{} loss {:.4f} step_ms {:.2f}\n", done, totalSteps, stepLoss,
+                               stepMs.back())
                 << std::flush;
   }
   timer.flush();
@@ -349,7 +363,7 @@ int runTraining(const TrainOptions& o) {
     static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "--dump-params writes the host's float32");
     auto flat = flatParameters(*model);
     ddp::writeFileAtomically(dumpPath, std::string_view(static_cast<const char*>(flat.data_ptr()),
-                                                            static_cast<size_t>(flat.numel()) * sizeof(float)));
+                                                        static_cast<size_t>(flat.numel()) * sizeof(float)));
   }
   std::cout << std::flush;
   return exitCode;

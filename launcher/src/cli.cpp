@@ -6,8 +6,8 @@
 #include "ddp/config.hpp"
 #include "ddp/launcher/worker.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <memory>
@@ -37,50 +37,76 @@ struct Parsed {
 void addLaunchOptions(CLI::App& app, Parsed& p) {
   auto& o = p.launch.options;
   auto& s = p.launch.settings;
-  app.add_option("-n,--np", p.np, "Ranks to start (default: every slot). Example: -np 8")->check(CLI::Range(-1000000, 1000000));
+  app.add_option("-n,--np", p.np, "Ranks to start (default: every slot). Example: -np 8")
+      ->check(CLI::Range(-1000000, 1000000));
   app.add_option("-H,--host", o.hostList, "Hosts and slots. Example: -H node1:8,node2:8");
-  app.add_option("--hostfile", o.hostfile, "Open MPI / DeepSpeed hostfile, lines 'host slots=N'. Example: --hostfile hosts.txt");
-  app.add_option("--nproc-per-node", o.nprocPerNode, "Slots on every host (torchrun's meaning). Example: --nproc-per-node 8");
-  app.add_option("--run-dir", o.runDir, "Run directory (default ./ddprun-runs/<timestamp>-<program>). Example: --run-dir runs/a");
-  app.add_flag("--profile", o.profile, fmt::format("Capture NCCL logs (NCCL_DEBUG=INFO into <run>/{}) and print the profiler's "
-                                                   "report at the end", RunLayout::kNcclName));
+  app.add_option("--hostfile", o.hostfile,
+                 "Open MPI / DeepSpeed hostfile, lines 'host slots=N'. Example: --hostfile hosts.txt");
+  app.add_option("--nproc-per-node", o.nprocPerNode,
+                 "Slots on every host (torchrun's meaning). Example: --nproc-per-node 8");
+  app.add_option("--run-dir", o.runDir,
+                 "Run directory (default ./ddprun-runs/<timestamp>-<program>). Example: --run-dir runs/a");
+  app.add_flag("--profile", o.profile,
+               fmt::format("Capture NCCL logs (NCCL_DEBUG=INFO into <run>/{}) and print the profiler's "
+                           "report at the end",
+                           RunLayout::kNcclName));
   app.add_option("--nccl-debug", o.ncclDebug, "NCCL_DEBUG for every rank. Example: --nccl-debug WARN");
   app.add_option("--nccl-subsys", o.ncclSubsys, "NCCL_DEBUG_SUBSYS for every rank. Example: --nccl-subsys INIT,NET");
-  app.add_option("-x", o.exports, "Export a variable to every rank, VAR (its value here) or VAR=VALUE; repeatable. Example: -x OMP_NUM_THREADS=4")
-      ->allow_extra_args(false)->take_all();
-  app.add_option("--mpi-args", o.mpiArgs, "Extra mpirun arguments, split like a shell. Example: --mpi-args \"--mca btl self,tcp\"");
+  app.add_option("-x", o.exports,
+                 "Export a variable to every rank, VAR (its value here) or VAR=VALUE; repeatable. Example: -x "
+                 "OMP_NUM_THREADS=4")
+      ->allow_extra_args(false)
+      ->take_all();
+  app.add_option("--mpi-args", o.mpiArgs,
+                 "Extra mpirun arguments, split like a shell. Example: --mpi-args \"--mca btl self,tcp\"");
   app.add_flag("--oversubscribe", o.oversubscribe, "Allow more ranks than slots on the hosts given");
-  app.add_option("--output", o.output, "Rank output on the console: tag ([host:rank] per line), rank:N (one rank) or quiet. Example: --output rank:0");
-  app.add_option("--grace", p.grace, "Seconds between SIGTERM and SIGKILL when ranks are stopped. Example: --grace 10")->check(CLI::Range(0, 3600));
+  app.add_option(
+      "--output", o.output,
+      "Rank output on the console: tag ([host:rank] per line), rank:N (one rank) or quiet. Example: --output rank:0");
+  app.add_option("--grace", p.grace, "Seconds between SIGTERM and SIGKILL when ranks are stopped. Example: --grace 10")
+      ->check(CLI::Range(0, 3600));
   app.add_flag("--no-gpu-binding", p.noGpuBinding, "Do not set CUDA_VISIBLE_DEVICES by local rank");
-  app.add_option("--start-timeout", s.startTimeoutSeconds, "Seconds for every rank to start. Example: --start-timeout 300")
+  app.add_option("--start-timeout", s.startTimeoutSeconds,
+                 "Seconds for every rank to start. Example: --start-timeout 300")
       ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--timeout", s.timeoutSeconds, "Hang watchdog: when no rank completes a step for S seconds (from the "
+  app.add_option("--timeout", s.timeoutSeconds,
+                 "Hang watchdog: when no rank completes a step for S seconds (from the "
                  "step timers' timings files), report the stalled ranks with their stacks, stop the job and exit 124; "
                  "programs without step timings are judged by wall time. Example: --timeout 300")
       ->check(CLI::Range(0.0, 1e7));
-  app.add_option("--max-restarts", s.maxRestarts, fmt::format("After a failure, run the whole job again up to N times (fresh "
-                 "MASTER_PORT, DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/{}). Example: --max-restarts 2",
-                 fmt::format("{}/K", RunLayout::kAttemptsName)))
+  app.add_option(
+         "--max-restarts", s.maxRestarts,
+         fmt::format(
+             "After a failure, run the whole job again up to N times (fresh "
+             "MASTER_PORT, DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/{}). Example: --max-restarts 2",
+             fmt::format("{}/K", RunLayout::kAttemptsName)))
       ->check(CLI::Range(0, 1000));
-  app.add_option("--master-port", p.launch.masterPort, "MASTER_PORT for rank 0's rendezvous (default: a free port, a new one "
-                 "per attempt). Example: --master-port 29500")->check(CLI::Range(1, 65535));
-  app.add_option("--instance", p.launch.instance, "The instance type the job runs on, recorded in run.json for ddprof compare. "
+  app.add_option("--master-port", p.launch.masterPort,
+                 "MASTER_PORT for rank 0's rendezvous (default: a free port, a new one "
+                 "per attempt). Example: --master-port 29500")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--instance", p.launch.instance,
+                 "The instance type the job runs on, recorded in run.json for ddprof compare. "
                  "Example: --instance ecs.gn7i-c16g1.16xlarge");
-  app.add_flag("--dry-run", p.launch.dryRun, "Print the mpirun command and the rank environment, shell-quoted, and exit");
-  app.add_option("--log-level", p.logLevel, "ddprun's own messages: error, warn, info or debug. Example: --log-level debug");
+  app.add_flag("--dry-run", p.launch.dryRun,
+               "Print the mpirun command and the rank environment, shell-quoted, and exit");
+  app.add_option("--log-level", p.logLevel,
+                 "ddprun's own messages: error, warn, info or debug. Example: --log-level debug");
   app.add_flag("--version", p.version, "Print the version and exit");
 }
 
 CLI::App* addDoctor(CLI::App& app, DoctorOptions& d) {
-  auto* doctor = app.add_subcommand("doctor", "What this machine can run, as pass / warn / fail with the fix for each.\n"
-                                              "Example: ddprun doctor --json");
+  auto* doctor = app.add_subcommand("doctor",
+                                    "What this machine can run, as pass / warn / fail with the fix for each.\n"
+                                    "Example: ddprun doctor --json");
   doctor->prefix_command(false);  // not inherited from ddprun's: an unknown doctor option is an error
   doctor->allow_extras(false);
   doctor->add_flag("--json", d.json, "Print the checks as JSON");
-  doctor->add_option("--instance", d.instance, "The instance type this machine should be; its GPUs are checked against it. "
+  doctor->add_option("--instance", d.instance,
+                     "The instance type this machine should be; its GPUs are checked against it. "
                      "Example: --instance ecs.gn7i-c16g1.16xlarge");
-  doctor->add_flag("--no-allreduce", [&d](int64_t) { d.allreduce = false; }, "Skip the test allreduce per backend");
+  doctor->add_flag(
+      "--no-allreduce", [&d](int64_t) { d.allreduce = false; }, "Skip the test allreduce per backend");
   return doctor;
 }
 
@@ -95,7 +121,8 @@ std::vector<std::string> normalise(const CLI::App& app, std::vector<std::string>
     const std::string name = a.substr(0, a.find('='));
     const CLI::Option* option = app.get_option_no_throw(name);
     if (!option && name != "-h" && name != "--help")
-      throw ConfigError(fmt::format("unknown option '{}' (see ddprun --help; put -- before a program that starts with '-')", a));
+      throw ConfigError(
+          fmt::format("unknown option '{}' (see ddprun --help; put -- before a program that starts with '-')", a));
     if (option && option->get_items_expected_max() > 0 && a.find('=') == std::string::npos) ++i;
   }
   return args;
@@ -129,7 +156,8 @@ Command parseCommandLine(const std::vector<std::string>& args, std::ostream& out
   Parsed p;
   addLaunchOptions(app, p);
   auto* doctor = addDoctor(app, p.doctor);
-  auto* worker = app.add_subcommand("worker", "The per-rank worker that mpirun starts (internal): worker -- PROGRAM [ARGS...]");
+  auto* worker =
+      app.add_subcommand("worker", "The per-rank worker that mpirun starts (internal): worker -- PROGRAM [ARGS...]");
   worker->group("");
   worker->prefix_command();
   auto normalised = normalise(app, args);

@@ -37,12 +37,15 @@ std::optional<T> number(std::string_view text, T min) {
 
 // The message's word and the rest of the line ("exit {json}"): nullopt when it is not `word`.
 std::optional<std::string_view> after(std::string_view line, std::string_view word) {
-  if (line.size() <= word.size() || line.substr(0, word.size()) != word || line[word.size()] != ' ') return std::nullopt;
+  if (line.size() <= word.size() || line.substr(0, word.size()) != word || line[word.size()] != ' ')
+    return std::nullopt;
   return line.substr(word.size() + 1);
 }
 
 struct WorkerFormatter {
-  std::string operator()(const Hello& m) const { return fmt::format("hello {} {} {} {}", m.token, m.rank, m.pid, m.host); }
+  std::string operator()(const Hello& m) const {
+    return fmt::format("hello {} {} {} {}", m.token, m.rank, m.pid, m.host);
+  }
   std::string operator()(const Started& m) const { return fmt::format("started {}", m.pid); }
   std::string operator()(const Beat& m) const { return "beat " + formatStepProgress(m.progress); }
   std::string operator()(const StacksDone&) const { return "stacks-done"; }

@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <sstream>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <filesystem>
+#include <sstream>
 
 namespace ddp::launcher {
 namespace {
@@ -50,16 +50,19 @@ std::vector<Check> gpuChecks(int& gpuCount) {
   if (gpus && gpuCount > 0) {
     std::string list;
     for (const auto& g : gpus->gpus) list += (list.empty() ? "" : "; ") + g;
-    out.push_back({"GPUs and driver", CheckStatus::kPass, fmt::format("{} GPU(s), driver {} ({}): {}", gpuCount, gpus->driver, gpus->source, list), ""});
+    out.push_back({"GPUs and driver", CheckStatus::kPass,
+                   fmt::format("{} GPU(s), driver {} ({}): {}", gpuCount, gpus->driver, gpus->source, list), ""});
   } else {
-    out.push_back({"GPUs and driver", CheckStatus::kWarn,
-                   "no NVIDIA GPU or driver on this machine (no NVML, no nvidia-smi): the nccl backend cannot run here; "
-                   "training on the CPU with the gloo and mpi backends works",
-                   "on a GPU instance, install the NVIDIA driver: nvidia-smi must list the GPUs"});
+    out.push_back(
+        {"GPUs and driver", CheckStatus::kWarn,
+         "no NVIDIA GPU or driver on this machine (no NVML, no nvidia-smi): the nccl backend cannot run here; "
+         "training on the CPU with the gloo and mpi backends works",
+         "on a GPU instance, install the NVIDIA driver: nvidia-smi must list the GPUs"});
   }
   auto cuda = probe::cuda();
   if (!cuda) {
-    out.push_back({"CUDA runtime", CheckStatus::kInfo, "libcudart not found: only CPU backends", gpuCount ? "install the CUDA runtime matching the driver" : ""});
+    out.push_back({"CUDA runtime", CheckStatus::kInfo, "libcudart not found: only CPU backends",
+                   gpuCount ? "install the CUDA runtime matching the driver" : ""});
   } else if (cuda->devices > 0) {
     bool newer = cuda->runtime && cuda->driver && std::stod(*cuda->runtime) > std::stod(*cuda->driver) + 1e-9;
     out.push_back({"CUDA runtime vs driver", newer ? CheckStatus::kFail : CheckStatus::kPass,
@@ -67,11 +70,12 @@ std::vector<Check> gpuChecks(int& gpuCount) {
                                cuda->driver.value_or("?"), cuda->devices),
                    newer ? "update the NVIDIA driver, or use a build for the driver's CUDA version" : ""});
   } else {
-    out.push_back({"CUDA runtime vs driver", gpuCount ? CheckStatus::kFail : CheckStatus::kWarn,
-                   fmt::format("runtime {}, no usable device: {}", cuda->runtime.value_or("?"),
-                               cuda->error.empty() ? "cudaGetDeviceCount is 0" : cuda->error),
-                   gpuCount ? "the driver is older than the runtime or not loaded: update it (nvidia-smi shows its CUDA version)"
-                            : "expected without a GPU"});
+    out.push_back(
+        {"CUDA runtime vs driver", gpuCount ? CheckStatus::kFail : CheckStatus::kWarn,
+         fmt::format("runtime {}, no usable device: {}", cuda->runtime.value_or("?"),
+                     cuda->error.empty() ? "cudaGetDeviceCount is 0" : cuda->error),
+         gpuCount ? "the driver is older than the runtime or not loaded: update it (nvidia-smi shows its CUDA version)"
+                  : "expected without a GPU"});
   }
   return out;
 }
@@ -82,28 +86,34 @@ std::vector<Check> softwareChecks(const Environment& environment, int gpuCount, 
     int major = 0, minor = 0;
     std::sscanf(nccl->c_str(), "%d.%d", &major, &minor);
     bool old = major == 2 && minor < 19;
-    out.push_back({"NCCL", old ? CheckStatus::kWarn : CheckStatus::kPass, "NCCL " + *nccl + (old ? ": older than 2.19, which eRDMA needs" : ""),
+    out.push_back({"NCCL", old ? CheckStatus::kWarn : CheckStatus::kPass,
+                   "NCCL " + *nccl + (old ? ": older than 2.19, which eRDMA needs" : ""),
                    old ? "use NCCL >= 2.19 on ERI/eRDMA instances" : ""});
   } else {
-    out.push_back({"NCCL", gpuCount ? CheckStatus::kFail : CheckStatus::kInfo, "libnccl.so.2 not found", gpuCount ? "install NCCL (libnccl2) for multi-GPU training" : ""});
+    out.push_back({"NCCL", gpuCount ? CheckStatus::kFail : CheckStatus::kInfo, "libnccl.so.2 not found",
+                   gpuCount ? "install NCCL (libnccl2) for multi-GPU training" : ""});
   }
   if (auto torch = probe::libtorch()) {
     bool cpuOnlyOnGpus = gpuCount > 0 && !torch->cuda;
-    out.push_back({"LibTorch", cpuOnlyOnGpus ? CheckStatus::kWarn : CheckStatus::kPass,
-                   fmt::format("LibTorch {} ({}) in {}", torch->version, torch->cuda ? "with CUDA" : "CPU only", torch->dir),
-                   cpuOnlyOnGpus ? "this LibTorch has no CUDA: use a CUDA build to train on the GPUs" : ""});
+    out.push_back(
+        {"LibTorch", cpuOnlyOnGpus ? CheckStatus::kWarn : CheckStatus::kPass,
+         fmt::format("LibTorch {} ({}) in {}", torch->version, torch->cuda ? "with CUDA" : "CPU only", torch->dir),
+         cpuOnlyOnGpus ? "this LibTorch has no CUDA: use a CUDA build to train on the GPUs" : ""});
   } else {
-    out.push_back({"LibTorch", CheckStatus::kWarn, "TorchConfig.cmake not found: train and the gloo backend need LibTorch",
+    out.push_back({"LibTorch", CheckStatus::kWarn,
+                   "TorchConfig.cmake not found: train and the gloo backend need LibTorch",
                    "apt-get install libtorch-dev (CPU) or unpack a CUDA LibTorch and set Torch_DIR"});
   }
   try {
     mpirun = resolveExecutable("mpirun", environment);
     auto version = probe::openMpiVersion(mpirun);
-    out.push_back({"Open MPI", version ? CheckStatus::kPass : CheckStatus::kWarn,
-                   version ? fmt::format("Open MPI {} ({})", *version, mpirun) : fmt::format("{} is not Open MPI's", mpirun),
-                   version ? "" : "ddprun starts ranks with Open MPI's mpirun: apt-get install openmpi-bin"});
+    out.push_back(
+        {"Open MPI", version ? CheckStatus::kPass : CheckStatus::kWarn,
+         version ? fmt::format("Open MPI {} ({})", *version, mpirun) : fmt::format("{} is not Open MPI's", mpirun),
+         version ? "" : "ddprun starts ranks with Open MPI's mpirun: apt-get install openmpi-bin"});
   } catch (const ConfigError&) {
-    out.push_back({"Open MPI", CheckStatus::kFail, "mpirun not found on PATH", "apt-get install openmpi-bin libopenmpi-dev"});
+    out.push_back(
+        {"Open MPI", CheckStatus::kFail, "mpirun not found on PATH", "apt-get install openmpi-bin libopenmpi-dev"});
   }
   return out;
 }
@@ -113,8 +123,12 @@ std::vector<Check> systemChecks() {
   std::string ifs;
   for (const auto& i : net::listInterfaces())
     if (!i.loopback) ifs += (ifs.empty() ? "" : ", ") + i.name + " " + i.address;
-  out.push_back({"network interfaces", ifs.empty() ? CheckStatus::kWarn : CheckStatus::kPass, ifs.empty() ? "only loopback: one host only" : ifs,
-                 ifs.empty() ? "multi-host jobs need an interface the hosts share (NCCL_SOCKET_IFNAME / DDP_GLOO_IFNAME choose it)" : ""});
+  out.push_back(
+      {"network interfaces", ifs.empty() ? CheckStatus::kWarn : CheckStatus::kPass,
+       ifs.empty() ? "only loopback: one host only" : ifs,
+       ifs.empty()
+           ? "multi-host jobs need an interface the hosts share (NCCL_SOCKET_IFNAME / DDP_GLOO_IFNAME choose it)"
+           : ""});
 
   std::string rdma;
   bool erdma = false;
@@ -125,25 +139,31 @@ std::vector<Check> systemChecks() {
     rdma += (rdma.empty() ? "" : ", ") + name;
   }
   if (rdma.empty())
-    out.push_back({"RDMA devices", CheckStatus::kInfo, "no InfiniBand / RoCE / eRDMA device (/sys/class/infiniband): NCCL uses TCP sockets between hosts",
-                   "for multi-node training choose an instance with ERI/eRDMA or InfiniBand and install rdma-core; one-host jobs are not affected"});
+    out.push_back({"RDMA devices", CheckStatus::kInfo,
+                   "no InfiniBand / RoCE / eRDMA device (/sys/class/infiniband): NCCL uses TCP sockets between hosts",
+                   "for multi-node training choose an instance with ERI/eRDMA or InfiniBand and install rdma-core; "
+                   "one-host jobs are not affected"});
   else
-    out.push_back({"RDMA devices", CheckStatus::kPass, rdma + (erdma ? " (eRDMA: NCCL >= 2.19, NCCL_IB_HCA=erdma)" : ""), ""});
+    out.push_back(
+        {"RDMA devices", CheckStatus::kPass, rdma + (erdma ? " (eRDMA: NCCL >= 2.19, NCCL_IB_HCA=erdma)" : ""), ""});
 
   struct statvfs shm {};
   if (::statvfs("/dev/shm", &shm) != 0) {
-    out.push_back({"/dev/shm", CheckStatus::kFail, "no /dev/shm", "mount a tmpfs on /dev/shm (docker: --shm-size=16g)"});
+    out.push_back(
+        {"/dev/shm", CheckStatus::kFail, "no /dev/shm", "mount a tmpfs on /dev/shm (docker: --shm-size=16g)"});
   } else {
     const double gib = static_cast<double>(shm.f_blocks) * shm.f_frsize / (1ull << 30);
-    out.push_back({"/dev/shm", gib < 1 ? CheckStatus::kWarn : CheckStatus::kPass, fmt::format("{:.1f} GiB", gib),
-                   gib < 1 ? "NCCL's SHM transport and data loaders need more: docker --shm-size=16g (or --ipc=host)" : ""});
+    out.push_back(
+        {"/dev/shm", gib < 1 ? CheckStatus::kWarn : CheckStatus::kPass, fmt::format("{:.1f} GiB", gib),
+         gib < 1 ? "NCCL's SHM transport and data loaders need more: docker --shm-size=16g (or --ipc=host)" : ""});
   }
   struct rlimit lim {};
   ::getrlimit(RLIMIT_MEMLOCK, &lim);
   const bool unlimited = lim.rlim_cur == RLIM_INFINITY;
-  out.push_back({"ulimit -l", unlimited ? CheckStatus::kPass : CheckStatus::kWarn,
-                 unlimited ? "unlimited" : fmt::format("{} KiB of locked memory", lim.rlim_cur / 1024),
-                 unlimited ? "" : "RDMA (InfiniBand, eRDMA) registers memory: ulimit -l unlimited (docker --ulimit memlock=-1)"});
+  out.push_back(
+      {"ulimit -l", unlimited ? CheckStatus::kPass : CheckStatus::kWarn,
+       unlimited ? "unlimited" : fmt::format("{} KiB of locked memory", lim.rlim_cur / 1024),
+       unlimited ? "" : "RDMA (InfiniBand, eRDMA) registers memory: ulimit -l unlimited (docker --ulimit memlock=-1)"});
   return out;
 }
 
@@ -152,28 +172,37 @@ std::vector<Check> allreduceChecks(const Environment& environment, const std::st
   if (mpirun.empty()) return out;
   auto bench = findDdpbench(environment);
   if (!bench) {
-    out.push_back({"allreduce", CheckStatus::kWarn, "ddpbench not found beside ddprun or on PATH: no test allreduce", ""});
+    out.push_back(
+        {"allreduce", CheckStatus::kWarn, "ddpbench not found beside ddprun or on PATH: no test allreduce", ""});
     return out;
   }
   auto list = runCapture({*bench, "--list-backends"}, 30);
   std::map<std::string, std::string> rootEnv;
-  if (::geteuid() == 0) rootEnv = {{std::string(env::kOmpiAllowRoot), "1"}, {std::string(env::kOmpiAllowRootConfirm), "1"}};
+  if (::geteuid() == 0)
+    rootEnv = {{std::string(env::kOmpiAllowRoot), "1"}, {std::string(env::kOmpiAllowRootConfirm), "1"}};
   std::istringstream names(list.output);
   for (std::string backend; std::getline(names, backend);) {
     if (backend.empty()) continue;
     const std::string name = "allreduce " + backend + ", 2 ranks";
     if (backend == "nccl" && gpuCount < 2) {
-      out.push_back({name, CheckStatus::kInfo, gpuCount ? "needs 2 GPUs (NCCL refuses two ranks on one GPU)" : "skipped: no GPU", ""});
+      out.push_back({name, CheckStatus::kInfo,
+                     gpuCount ? "needs 2 GPUs (NCCL refuses two ranks on one GPU)" : "skipped: no GPU", ""});
       continue;
     }
-    auto c = runCapture({mpirun, "-np", "2", "--oversubscribe", "--bind-to", "none", *bench, "--backend", backend, "--op",
-                         "allreduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "-c", "1"},
+    auto c = runCapture({mpirun,      "-np",  "2",         "--oversubscribe",
+                         "--bind-to", "none", *bench,      "--backend",
+                         backend,     "--op", "allreduce", "-b",
+                         "1K",        "-e",   "1K",        "-n",
+                         "2",         "-w",   "1",         "-c",
+                         "1"},
                         60, rootEnv);
-    const bool ok = !c.timedOut && !c.status.failed() && c.output.find("Out of bounds values : 0 OK") != std::string::npos;
+    const bool ok =
+        !c.timedOut && !c.status.failed() && c.output.find("Out of bounds values : 0 OK") != std::string::npos;
     std::string why = c.timedOut ? "timed out after 60 s" : firstLine(c.output, "ddpbench:");
     if (why.empty()) why = firstLine(c.output);
-    out.push_back({name, ok ? CheckStatus::kPass : CheckStatus::kFail, ok ? "1 KiB allreduce correct on both ranks" : why,
-                   ok ? "" : fmt::format("run it by hand: mpirun -np 2 {} --backend {} -b 1K -e 1K -c 1", *bench, backend)});
+    out.push_back(
+        {name, ok ? CheckStatus::kPass : CheckStatus::kFail, ok ? "1 KiB allreduce correct on both ranks" : why,
+         ok ? "" : fmt::format("run it by hand: mpirun -np 2 {} --backend {} -b 1K -e 1K -c 1", *bench, backend)});
   }
   return out;
 }
@@ -182,10 +211,14 @@ std::vector<Check> allreduceChecks(const Environment& environment, const std::st
 
 std::string_view checkStatusName(CheckStatus status) {
   switch (status) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kWarn: return "warn";
-    case CheckStatus::kFail: return "fail";
-    case CheckStatus::kInfo: return "info";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kWarn:
+      return "warn";
+    case CheckStatus::kFail:
+      return "fail";
+    case CheckStatus::kInfo:
+      return "info";
   }
   return "?";
 }
@@ -212,9 +245,10 @@ Check instanceCheck(const profiler::Instance& expected, int gpuCount) {
   return {"instance type", mismatch ? CheckStatus::kWarn : CheckStatus::kInfo,
           describe(expected) + (expected.gpus ? fmt::format("; this machine has {} GPU(s)", gpuCount) : "") +
               fmt::format("; for {}", f.use),
-          mismatch ? fmt::format("{} should have {} {} GPU(s): check the instance type, or the driver if GPUs are missing",
-                                 expected.name, *expected.gpus, f.gpu)
-                   : ""};
+          mismatch
+              ? fmt::format("{} should have {} {} GPU(s): check the instance type, or the driver if GPUs are missing",
+                            expected.name, *expected.gpus, f.gpu)
+              : ""};
 }
 
 int runDoctor(const DoctorOptions& options, std::ostream& out) {
@@ -229,7 +263,8 @@ int runDoctor(const DoctorOptions& options, std::ostream& out) {
   for (auto& c : systemChecks()) checks.push_back(std::move(c));
   if (options.allreduce)
     for (auto& c : allreduceChecks(environment, mpirun, gpuCount)) checks.push_back(std::move(c));
-  const bool failed = std::any_of(checks.begin(), checks.end(), [](const Check& c) { return c.status == CheckStatus::kFail; });
+  const bool failed =
+      std::any_of(checks.begin(), checks.end(), [](const Check& c) { return c.status == CheckStatus::kFail; });
   if (options.json) {
     out << jsonText(checksJson(checks), 2) << "\n";
   } else {

@@ -65,10 +65,12 @@ std::vector<HostSlots> parseHostList(std::string_view list) {
     int slots = 1;
     if (colon != std::string_view::npos) {
       auto n = positive(item.substr(colon + 1));
-      if (!n) throw ConfigError(fmt::format("-H '{}': slots of '{}' must be a positive integer (host:slots)", list, item));
+      if (!n)
+        throw ConfigError(fmt::format("-H '{}': slots of '{}' must be a positive integer (host:slots)", list, item));
       slots = *n;
     }
-    if (!validHostname(host)) throw ConfigError(fmt::format("-H '{}': '{}' is not a host name (host:slots,...)", list, item));
+    if (!validHostname(host))
+      throw ConfigError(fmt::format("-H '{}': '{}' is not a host name (host:slots,...)", list, item));
     addHost(hosts, host, slots);
   }
   return hosts;
@@ -134,7 +136,8 @@ std::vector<std::string> expandItem(std::string_view item, std::string_view list
     auto dash = range.find('-');
     auto lo = range.substr(0, dash);
     auto hi = dash == std::string_view::npos ? lo : range.substr(dash + 1);
-    if (!isNumber(lo) || !isNumber(hi)) throw ConfigError(fmt::format("Slurm node list '{}': '{}' is not a number range", list, range));
+    if (!isNumber(lo) || !isNumber(hi))
+      throw ConfigError(fmt::format("Slurm node list '{}': '{}' is not a number range", list, range));
     long a = std::stol(std::string(lo)), b = std::stol(std::string(hi));
     if (b < a) throw ConfigError(fmt::format("Slurm node list '{}': bad range '{}'", list, range));
     if (static_cast<size_t>(b - a + 1) * rest.size() + out.size() > maxNodes)
@@ -158,7 +161,8 @@ std::vector<std::string> expandSlurmNodelist(std::string_view list, size_t maxNo
       auto item = trim(list.substr(begin, i - begin));
       if (!item.empty())
         for (auto& name : expandItem(item, list, maxNodes)) out.push_back(std::move(name));
-      if (out.size() > maxNodes) throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, maxNodes));
+      if (out.size() > maxNodes)
+        throw ConfigError(fmt::format("Slurm node list '{}' names more than {} nodes", list, maxNodes));
       begin = i + 1;
     }
   }
@@ -193,8 +197,10 @@ std::optional<std::vector<HostSlots>> slurmAllocation(const Environment& environ
   auto names = expandSlurmNodelist(*nodes);
   auto counts = expandSlurmTasksPerNode(*tasks);
   if (names.size() != counts.size())
-    throw ConfigError(fmt::format("Slurm allocation: {} nodes in SLURM_JOB_NODELIST '{}' but {} counts in "
-                                  "SLURM_TASKS_PER_NODE '{}'", names.size(), *nodes, counts.size(), *tasks));
+    throw ConfigError(
+        fmt::format("Slurm allocation: {} nodes in SLURM_JOB_NODELIST '{}' but {} counts in "
+                    "SLURM_TASKS_PER_NODE '{}'",
+                    names.size(), *nodes, counts.size(), *tasks));
   std::vector<HostSlots> hosts;
   for (size_t i = 0; i < names.size(); ++i) hosts.push_back({names[i], counts[i]});
   return hosts;

@@ -5,18 +5,18 @@
 #include <fmt/format.h>
 
 #include <arpa/inet.h>
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <thread>
 #include <unistd.h>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <thread>
 
 namespace ddp::launcher::io {
 namespace {
@@ -27,7 +27,8 @@ struct sigaction g_previous[65];
 void onSignal(int sig, siginfo_t* info, void*) {
   int saved = errno;
   // A byte for the signal, and a second byte that marks signals this process sent itself.
-  unsigned char msg[2] = {static_cast<unsigned char>(sig), static_cast<unsigned char>(info && info->si_pid == ::getpid() && info->si_code == SI_USER)};
+  unsigned char msg[2] = {static_cast<unsigned char>(sig),
+                          static_cast<unsigned char>(info && info->si_pid == ::getpid() && info->si_code == SI_USER)};
   [[maybe_unused]] auto n = ::write(g_pipe[1], msg, sizeof msg);
   errno = saved;
 }

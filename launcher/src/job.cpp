@@ -20,26 +20,26 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <deque>
-#include <fcntl.h>
 #include <fstream>
 #include <future>
 #include <list>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace ddp::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kStacksWait = std::chrono::seconds(20);     // for every hung rank's stacks
-constexpr auto kMpirunLinger = std::chrono::seconds(1);    // for the last exit records after mpirun ends
+constexpr auto kStacksWait = std::chrono::seconds(20);        // for every hung rank's stacks
+constexpr auto kMpirunLinger = std::chrono::seconds(1);       // for the last exit records after mpirun ends
 constexpr double kTermAfterGraceS = 2, kKillAfterGraceS = 5;  // teardown: mpirun's group SIGTERM, then SIGKILL
 constexpr int kPollMs = 50;
 
@@ -68,7 +68,7 @@ struct Peer {
   int rank = -1;
   int64_t workerPid = -1, programPid = -1;
   std::string host;
-  StepProgress at;         // the heartbeat: the step under way (or just done) and its phase
+  StepProgress at;  // the heartbeat: the step under way (or just done) and its phase
   bool stacksDone = false;
 
   void send(const control::LauncherMessage& message) const {
@@ -85,7 +85,12 @@ struct Peer {
 class Job {
  public:
   Job(const LaunchPlan& plan, int controlFd, const JobSettings& settings, std::ostream& out, std::ostream& progress)
-      : plan_(plan), layout_(plan.runDir), controlFd_(controlFd), s_(settings), out_(out), progressOut_(progress),
+      : plan_(plan),
+        layout_(plan.runDir),
+        controlFd_(controlFd),
+        s_(settings),
+        out_(out),
+        progressOut_(progress),
         localHost_(io::hostname()) {
     if (auto it = plan.rankEnv.find(std::string(env::kControlToken)); it != plan.rankEnv.end()) token_ = it->second;
   }
@@ -249,7 +254,8 @@ void Job::pollOnce(io::SignalPipe& signals) {
       fds.push_back({p.fd, POLLIN, 0});
       polled.push_back(&p);
     }
-  if (::poll(fds.data(), fds.size(), kPollMs) < 0 && errno != EINTR) throw Error(fmt::format("poll: {}", std::strerror(errno)));
+  if (::poll(fds.data(), fds.size(), kPollMs) < 0 && errno != EINTR)
+    throw Error(fmt::format("poll: {}", std::strerror(errno)));
   for (int sig : signals.drain()) onSignal(sig);
   if (fds[1].revents) acceptPeers();
   for (size_t i = 0; i < polled.size(); ++i)
@@ -359,9 +365,10 @@ void Job::checkStart(Clock::time_point now) {
   std::vector<int> missing;
   for (int r = 0; r < plan_.np; ++r)
     if (!byRank_.count(r)) missing.push_back(r);
-  beginTeardown(fmt::format("rank(s) {} did not reach ddprun within {:.0f} s (hosts unreachable, or the "
-                            "worker could not connect back to {}?)",
-                            rankList(missing), s_.startTimeoutSeconds, localHost_));
+  beginTeardown(
+      fmt::format("rank(s) {} did not reach ddprun within {:.0f} s (hosts unreachable, or the "
+                  "worker could not connect back to {}?)",
+                  rankList(missing), s_.startTimeoutSeconds, localHost_));
 }
 
 void Job::beginTeardown(const std::string& reason) {
@@ -437,8 +444,10 @@ bool Job::findStalled() {
   if (!anyBeat_) {
     for (int r = 0; r < plan_.np; ++r)
       if (!records_.count(r)) hung_.push_back(r);
-    hangReason_ = fmt::format("--timeout {:g}: no rank wrote step timings ({}), so the job is judged by its wall "
-                              "time alone, and it ran {:g} s", s_.timeoutSeconds, layout_.timingsDir(), s_.timeoutSeconds);
+    hangReason_ = fmt::format(
+        "--timeout {:g}: no rank wrote step timings ({}), so the job is judged by its wall "
+        "time alone, and it ran {:g} s",
+        s_.timeoutSeconds, layout_.timingsDir(), s_.timeoutSeconds);
     return true;
   }
   std::vector<int> waiting, busy;
@@ -448,8 +457,10 @@ bool Job::findStalled() {
     hung_ = busy;
     std::string stalled;
     for (int r : busy) stalled += (stalled.empty() ? "" : ", ") + fmt::format("rank {} {}", r, byRank_[r]->where());
-    hangReason_ = fmt::format("no progress for {:g} s: {} while rank(s) {} wait in the gradient allreduce (comm_wait) "
-                              "of step {}", s_.timeoutSeconds, stalled, rankList(waiting), byRank_[waiting.front()]->at.step);
+    hangReason_ = fmt::format(
+        "no progress for {:g} s: {} while rank(s) {} wait in the gradient allreduce (comm_wait) "
+        "of step {}",
+        s_.timeoutSeconds, stalled, rankList(waiting), byRank_[waiting.front()]->at.step);
     return true;
   }
   hung_ = waiting.empty() ? busy : waiting;
@@ -466,12 +477,14 @@ bool Job::findStalled() {
 // the collateral and the lost ranks.
 void Job::reportVerdict(const Verdict& v) {
   const std::string collateral =
-      v.collateral.empty() ? "" : fmt::format("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(v.collateral));
+      v.collateral.empty()
+          ? ""
+          : fmt::format("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(v.collateral));
   if (v.hang) {
     for (int r : hung_) {
       const auto& rec = v.records.at(r);
-      logger()->error("rank {} on {} (pid {}) hung; its stacks: {}{}", r, rec.host, rec.programPid, layout_.rankStacks(r),
-                      lastLines(layout_.rankLog(r), 5));
+      logger()->error("rank {} on {} (pid {}) hung; its stacks: {}{}", r, rec.host, rec.programPid,
+                      layout_.rankStacks(r), lastLines(layout_.rankLog(r), 5));
     }
     if (!collateral.empty()) logger()->error("{}", collateral);
   } else if (v.culprit) {
@@ -485,16 +498,19 @@ void Job::reportVerdict(const Verdict& v) {
     const std::string log = layout_.rankLog(rec.rank);
     size_t found = 0;
     const std::string lines = lastLines(log, 20, &found);
-    if (found > 0) logger()->error("the last {} lines of {}:{}", found, log, lines);
-    else if (rec.host != localHost_) logger()->error("its log is {} on {}", log, rec.host);
+    if (found > 0)
+      logger()->error("the last {} lines of {}:{}", found, log, lines);
+    else if (rec.host != localHost_)
+      logger()->error("its log is {} on {}", log, rec.host);
     if (!collateral.empty()) logger()->error("{}", collateral);
   } else if (interruptedBy_) {
     logger()->warn("stopped by {}: rank(s) {} were stopped", signalName(*interruptedBy_),
                    v.collateral.empty() ? "none" : rankList(v.collateral));
   }
   if (!v.lost.empty())
-    logger()->error("rank(s) {} left no exit record: never started, or the worker was killed{}", rankList(v.lost),
-                    mpirunStatus_ && mpirunStatus_->failed() ? fmt::format(" (mpirun: {})", mpirunStatus_->describe()) : "");
+    logger()->error(
+        "rank(s) {} left no exit record: never started, or the worker was killed{}", rankList(v.lost),
+        mpirunStatus_ && mpirunStatus_->failed() ? fmt::format(" (mpirun: {})", mpirunStatus_->describe()) : "");
   if (!teardownReason_.empty() && !v.culprit && !interruptedBy_ && !v.hang) logger()->error("{}", teardownReason_);
 }
 
@@ -539,8 +555,9 @@ JobOutcome Job::finish() {
   writeManifest();
   if (s_.profile) profile();
   const double took = static_cast<double>(*manifest_.endUnixUs - manifest_.startUnixUs) / 1e6;
-  logger()->log(v.exitCode == 0 ? spdlog::level::info : spdlog::level::err, "{} ranks {} in {:.1f} s (exit {}); run directory {}",
-                plan_.np, runStatusName(v.status), took, v.exitCode, plan_.runDir);
+  logger()->log(v.exitCode == 0 ? spdlog::level::info : spdlog::level::err,
+                "{} ranks {} in {:.1f} s (exit {}); run directory {}", plan_.np, runStatusName(v.status), took,
+                v.exitCode, plan_.runDir);
   return {v.exitCode, interruptedBy_.has_value(),
           teardownReason_.empty() ? std::string(runStatusName(v.status)) : teardownReason_};
 }

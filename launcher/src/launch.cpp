@@ -10,18 +10,18 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 namespace ddp::launcher {
 namespace {
@@ -79,7 +79,8 @@ void checkResolvable(const LaunchPlan& plan, const std::string& localHost, const
     hints.ai_family = AF_INET;
     addrinfo* res = nullptr;
     int rc = ::getaddrinfo(h.host.c_str(), nullptr, &hints, &res);
-    if (rc != 0) throw ConfigError(fmt::format("host '{}' (from {}): cannot be resolved: {}", h.host, source, ::gai_strerror(rc)));
+    if (rc != 0)
+      throw ConfigError(fmt::format("host '{}' (from {}): cannot be resolved: {}", h.host, source, ::gai_strerror(rc)));
     ::freeaddrinfo(res);
   }
 }
@@ -134,7 +135,10 @@ int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
   auto masterPort = r.masterPort > 0 ? PortReservation(r.masterPort) : PortReservation();
   ctx.masterPort = masterPort.port();
   auto plan = makeLaunchPlan(o, ctx);
-  checkResolvable(plan, ctx.localHost, !o.hostList.empty() ? "-H" : !o.hostfile.empty() ? o.hostfile : "the Slurm allocation");
+  checkResolvable(plan, ctx.localHost,
+                  !o.hostList.empty()   ? "-H"
+                  : !o.hostfile.empty() ? o.hostfile
+                                        : "the Slurm allocation");
   if (r.dryRun) {
     out << planDryRun(plan);
     return 0;
@@ -151,7 +155,8 @@ int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
     plan = makeLaunchPlan(o, ctx);
     if (attempt == 0)
       logger()->info("{} ranks of {} on {}; run directory {}", plan.np, fs::path(o.program.front()).filename().string(),
-                     plan.hosts.size() == 1 ? plan.hosts[0].host : fmt::format("{} hosts", plan.hosts.size()), plan.runDir);
+                     plan.hosts.size() == 1 ? plan.hosts[0].host : fmt::format("{} hosts", plan.hosts.size()),
+                     plan.runDir);
     auto outcome = runJob(plan, controlFd, settings, out, progress);
     ::close(controlFd);
     return outcome;

@@ -41,9 +41,12 @@ std::vector<std::string> splitShellWords(const std::string& text, const std::str
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (quote) {
-      if (c == quote) quote = 0;
-      else if (c == '\\' && quote == '"' && i + 1 < text.size()) word += text[++i];
-      else word += c;
+      if (c == quote)
+        quote = 0;
+      else if (c == '\\' && quote == '"' && i + 1 < text.size())
+        word += text[++i];
+      else
+        word += c;
     } else if (c == '\'' || c == '"') {
       quote = c;
       inWord = true;
@@ -59,7 +62,8 @@ std::vector<std::string> splitShellWords(const std::string& text, const std::str
       inWord = true;
     }
   }
-  if (quote) throw ConfigError(fmt::format("{} '{}': unbalanced {} quote", what, text, quote == '"' ? "double" : "single"));
+  if (quote)
+    throw ConfigError(fmt::format("{} '{}': unbalanced {} quote", what, text, quote == '"' ? "double" : "single"));
   if (inWord) words.push_back(word);
   return words;
 }
@@ -68,7 +72,8 @@ std::string shellQuote(const std::string& word) {
   if (word.empty()) return "''";
   bool safe = true;
   for (char c : word)
-    safe = safe && (std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%+=:,./-_").find(c) != std::string_view::npos);
+    safe = safe && (std::isalnum(static_cast<unsigned char>(c)) ||
+                    std::string_view("@%+=:,./-_").find(c) != std::string_view::npos);
   if (safe) return word;
   std::string out = "'";
   for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -78,11 +83,13 @@ std::string shellQuote(const std::string& word) {
 namespace {
 
 void checkOptions(const LaunchOptions& o) {
-  if (o.program.empty() || o.program.front().empty()) throw ConfigError("no program to run (ddprun [options] [--] PROGRAM [ARGS...])");
+  if (o.program.empty() || o.program.front().empty())
+    throw ConfigError("no program to run (ddprun [options] [--] PROGRAM [ARGS...])");
   if (o.np && *o.np < 1) throw ConfigError(fmt::format("-np {}: at least one rank is needed", *o.np));
   if (o.nprocPerNode < 0) throw ConfigError(fmt::format("--nproc-per-node {}: must be at least 1", o.nprocPerNode));
   if (!o.hostList.empty() && !o.hostfile.empty()) throw ConfigError("give -H or --hostfile, not both");
-  if (!(o.graceSeconds >= 0 && o.graceSeconds <= 3600)) throw ConfigError(fmt::format("--grace {}: must be 0 to 3600 seconds", o.graceSeconds));
+  if (!(o.graceSeconds >= 0 && o.graceSeconds <= 3600))
+    throw ConfigError(fmt::format("--grace {}: must be 0 to 3600 seconds", o.graceSeconds));
   parseOutputMode(o.output, "--output");
   log::parseLevel(o.logLevel, "--log-level");
 }
@@ -107,17 +114,20 @@ bool placeRanks(const LaunchOptions& o, const PlanContext& ctx, LaunchPlan& plan
   plan.np = o.np.value_or(slots);
   if (plan.np <= slots || o.oversubscribe) return o.oversubscribe;
   if (!plan.localOnly)
-    throw ConfigError(fmt::format("-np {} but the hosts have {} slots ({}): add hosts or slots, or pass --oversubscribe",
-                                  plan.np, slots, hostsArgument(plan.hosts)));
-  plan.warnings.push_back(fmt::format("-np {} is more than the {} cores of this host: ranks share cores "
-                                      "(--oversubscribe), so each runs slower",
-                                      plan.np, slots));
+    throw ConfigError(
+        fmt::format("-np {} but the hosts have {} slots ({}): add hosts or slots, or pass --oversubscribe", plan.np,
+                    slots, hostsArgument(plan.hosts)));
+  plan.warnings.push_back(
+      fmt::format("-np {} is more than the {} cores of this host: ranks share cores "
+                  "(--oversubscribe), so each runs slower",
+                  plan.np, slots));
   return true;
 }
 
 // NCCL's debug capture: --profile writes it into the run directory; --nccl-debug/--nccl-subsys
 // set it as asked (a subsystem list the user set in the environment is kept).
-void ncclCapture(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan, std::map<std::string, std::string>& env) {
+void ncclCapture(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan,
+                 std::map<std::string, std::string>& env) {
   const std::string ncclDebug(ddp::env::kNcclDebug), ncclSubsys(ddp::env::kNcclDebugSubsys);
   const bool userSubsys = !o.ncclSubsys.empty() || ctx.environment.has(ncclSubsys);
   if (o.profile) {
@@ -190,8 +200,8 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   checkOptions(o);
   LaunchPlan plan;
   const bool oversubscribe = placeRanks(o, ctx, plan);
-  plan.runDir = !o.runDir.empty() ? o.runDir
-                                  : fmt::format("ddprun-runs/{}-{}", ctx.timestamp, basename(o.program.front()));
+  plan.runDir =
+      !o.runDir.empty() ? o.runDir : fmt::format("ddprun-runs/{}-{}", ctx.timestamp, basename(o.program.front()));
   if (plan.runDir.front() != '/') plan.runDir = (ctx.cwd == "/" ? "" : ctx.cwd) + "/" + plan.runDir;
   const auto& first = plan.hosts.front().host;
   const bool allHere = plan.localOnly || (plan.hosts.size() == 1 && isLocalName(first, ctx.localHost));

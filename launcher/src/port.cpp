@@ -42,9 +42,10 @@ PortReservation::PortReservation(int wanted) {
   const std::string why = fd >= 0 ? io::bindError(wanted) : "another ddprun run holds it";
   if (!why.empty()) {
     if (fd >= 0) ::close(fd);
-    throw ConfigError(fmt::format("--master-port {} is not free on this host ({}): choose another port, or leave "
-                                  "--master-port out and ddprun picks a free one",
-                                  wanted, why));
+    throw ConfigError(
+        fmt::format("--master-port {} is not free on this host ({}): choose another port, or leave "
+                    "--master-port out and ddprun picks a free one",
+                    wanted, why));
   }
   fd_ = fd;
   port_ = wanted;

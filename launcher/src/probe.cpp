@@ -138,7 +138,8 @@ std::optional<GpuInfo> gpus() {
     }
   }
   try {
-    auto c = runCapture({"nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader"}, 15);
+    auto c =
+        runCapture({"nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader"}, 15);
     if (!c.status.failed() && !c.timedOut) {
       GpuInfo info;
       info.source = "nvidia-smi";

@@ -44,7 +44,7 @@ class GpuSampler {
  private:
   void* device_ = nullptr;
   int (*shutdown_)() = nullptr;
-  int (*utilisation_)(void*, unsigned*) = nullptr;  // nvmlDeviceGetUtilizationRates (2 unsigned)
+  int (*utilisation_)(void*, unsigned*) = nullptr;       // nvmlDeviceGetUtilizationRates (2 unsigned)
   int (*memory_)(void*, unsigned long long*) = nullptr;  // nvmlDeviceGetMemoryInfo (total, free, used)
 };
 

@@ -4,17 +4,17 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <thread>
 
 extern char** environ;
 
@@ -156,7 +156,8 @@ void Process::signalGroup(int sig) const {
   if (pid_ > 0) ::kill(-pid_, sig);
 }
 
-Captured runCapture(const std::vector<std::string>& argv, double timeoutS, const std::map<std::string, std::string>& setEnv) {
+Captured runCapture(const std::vector<std::string>& argv, double timeoutS,
+                    const std::map<std::string, std::string>& setEnv) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) throw Error("pipe2: " + errnoText(errno));
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -183,19 +184,24 @@ Captured runCapture(const std::vector<std::string>& argv, double timeoutS, const
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutS);
   char buf[4096];
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
       c.timedOut = true;
       p.signalGroup(SIGKILL);
       break;
     }
-    struct pollfd pfd {out[0], POLLIN, 0};
+    struct pollfd pfd {
+      out[0], POLLIN, 0
+    };
     int r = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 100)));
     if (r < 0 && errno == EINTR) continue;
     if (r > 0) {
       ssize_t n = ::read(out[0], buf, sizeof buf);
-      if (n > 0) c.output.append(buf, static_cast<size_t>(n));
-      else if (n == 0) break;
+      if (n > 0)
+        c.output.append(buf, static_cast<size_t>(n));
+      else if (n == 0)
+        break;
     }
   }
   ::close(out[0]);

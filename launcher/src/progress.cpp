@@ -55,7 +55,8 @@ std::string ProgressMeter::laggard() const {
 std::optional<std::string> ProgressMeter::line(double t) const {
   if (static_cast<int>(completed_.size()) < ranks_ || history_.empty()) return std::nullopt;
   const long long job = history_.back().second;
-  std::string out = total_ ? fmt::format("step {}/{} ({:.0f} %)", job, *total_, 100.0 * static_cast<double>(job) / static_cast<double>(std::max(1LL, *total_)))
+  std::string out = total_ ? fmt::format("step {}/{} ({:.0f} %)", job, *total_,
+                                         100.0 * static_cast<double>(job) / static_cast<double>(std::max(1LL, *total_)))
                            : fmt::format("step {}", job);
   const auto& [t0, s0] = history_.front();
   const double span = std::max(t, history_.back().first) - t0;

@@ -10,9 +10,9 @@
 #include "ddp/common/step_record.hpp"
 
 #include <deque>
-#include <ostream>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -32,13 +32,13 @@ class ProgressMeter {
   std::string laggard() const;
   int ranks_;
   std::optional<long long> total_;
-  std::map<int, long long> completed_;                 // rank -> steps completed
+  std::map<int, long long> completed_;  // rank -> steps completed
   struct Seen {
     double waiting = 0, samples = 0;  // decaying counts of its heartbeats, in comm_wait and in all
   };
   std::map<int, Seen> seen_;
   double lastDecay_ = 0;
-  std::deque<std::pair<double, long long>> history_;   // (t, job's completed steps), the last ~10 s
+  std::deque<std::pair<double, long long>> history_;  // (t, job's completed steps), the last ~10 s
 };
 
 // The meter on a terminal (ddprun's stderr): one line redrawn every second (the cursor left at

@@ -21,7 +21,8 @@ std::optional<RankIdentity> identityFrom(const Environment& e, std::string_view 
   id.rank = static_cast<int>(*r);
   id.worldSize = static_cast<int>(e.getInt(size, 1, 1 << 24).value_or(id.rank + 1));
   id.localRank = static_cast<int>(e.getInt(localRank, 0, 1 << 24).value_or(id.rank));
-  id.localWorldSize = localSize ? static_cast<int>(e.getInt(*localSize, 1, 1 << 24).value_or(id.worldSize)) : id.worldSize;
+  id.localWorldSize =
+      localSize ? static_cast<int>(e.getInt(*localSize, 1, 1 << 24).value_or(id.worldSize)) : id.worldSize;
   if (id.rank >= id.worldSize)
     throw ConfigError(fmt::format("{}={} is not below {}={}", rank, id.rank, size, id.worldSize));
   return id;
@@ -75,7 +76,8 @@ OutputMode parseOutputMode(const std::string& text, const std::string& what) {
   }
   if (text.rfind("rank:", 0) == 0) {
     const std::string n = text.substr(5);
-    if (!n.empty() && n.size() < 9 && std::all_of(n.begin(), n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (!n.empty() && n.size() < 9 &&
+        std::all_of(n.begin(), n.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       m.kind = OutputMode::Kind::kRank;
       m.rank = std::stoi(n);
       return m;
@@ -95,8 +97,8 @@ std::optional<int> findCulprit(const std::vector<RankExitRecord>& records) {
 bool looksSecret(const std::string& name) {
   std::string upper(name);
   for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* word : {"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE",
-                           "SESSION", "PRIVATE"})
+  for (const char* word :
+       {"TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"})
     if (upper.find(word) != std::string::npos) return true;
   return false;
 }

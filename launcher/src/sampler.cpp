@@ -1,7 +1,7 @@
 #include "sampler.hpp"
 
-#include "ddp/common/error.hpp"
 #include "ddp/common/clock.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/common/util_sample.hpp"
 
 #include <fmt/format.h>
@@ -35,8 +35,8 @@ GroupUsage groupUsage(int pgid) {
     unsigned long long utime = 0, stime = 0, skip = 0;
     long long cutime = 0, cstime = 0;
     if (std::sscanf(line.c_str() + close + 1,
-                    " %c %ld %ld %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld %*d %*d %*d %*d %llu %*u %ld", &state,
-                    &ppid, &pgrp, &utime, &stime, &cutime, &cstime, &skip, &rss) != 9)
+                    " %c %ld %ld %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld %*d %*d %*d %*d %llu %*u %ld",
+                    &state, &ppid, &pgrp, &utime, &stime, &cutime, &cstime, &skip, &rss) != 9)
       continue;
     if (pgrp != pgid) continue;
     usage.ticks += utime + stime + static_cast<unsigned long long>(std::max(0LL, cutime + cstime));
@@ -47,7 +47,8 @@ GroupUsage groupUsage(int pgid) {
   return usage;
 }
 
-UtilSampler::UtilSampler(const std::string& path, int rank, std::optional<unsigned> gpu, std::chrono::milliseconds interval)
+UtilSampler::UtilSampler(const std::string& path, int rank, std::optional<unsigned> gpu,
+                         std::chrono::milliseconds interval)
     : rank_(rank), gpuIndex_(gpu), interval_(interval) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) throw ConfigError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));

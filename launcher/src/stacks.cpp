@@ -29,8 +29,8 @@ std::string procStacks(pid_t pid) {
     while (dirent* e = ::readdir(d)) {
       if (e->d_name[0] == '.') continue;
       const std::string t = task + "/" + e->d_name;
-      out += fmt::format("thread {}: {} wchan {}\n{}\n", e->d_name, slurp(t + "/comm").substr(0, 40), slurp(t + "/wchan"),
-                         slurp(t + "/stack"));
+      out += fmt::format("thread {}: {} wchan {}\n{}\n", e->d_name, slurp(t + "/comm").substr(0, 40),
+                         slurp(t + "/wchan"), slurp(t + "/stack"));
     }
     ::closedir(d);
   }
@@ -42,10 +42,11 @@ std::string procStacks(pid_t pid) {
 std::string captureStacks(pid_t pid) {
   std::string out;
   try {
-    auto gdb = runCapture({"gdb", "-p", std::to_string(pid), "-batch", "-nx", "-ex", "set pagination off", "-ex",
-                           "thread apply all bt"},
-                          15);
-    if (!gdb.timedOut && gdb.output.find("Thread ") != std::string::npos) return "gdb thread apply all bt:\n" + gdb.output;
+    auto gdb = runCapture(
+        {"gdb", "-p", std::to_string(pid), "-batch", "-nx", "-ex", "set pagination off", "-ex", "thread apply all bt"},
+        15);
+    if (!gdb.timedOut && gdb.output.find("Thread ") != std::string::npos)
+      return "gdb thread apply all bt:\n" + gdb.output;
     out = "gdb could not attach:\n" + gdb.output + "\n";
   } catch (const std::exception& e) {
     out = std::string("no gdb (") + e.what() + ")\n";

@@ -22,12 +22,13 @@ struct VerdictInput {
 };
 
 struct Verdict {
-  std::map<int, RankExitRecord> records;   // every rank, with its status
-  std::optional<int> culprit;              // the hung rank, else the first to fail on its own
+  std::map<int, RankExitRecord> records;  // every rank, with its status
+  std::optional<int> culprit;             // the hung rank, else the first to fail on its own
   bool hang = false;
   std::vector<int> collateral, lost;
   RunStatus status = RunStatus::kSucceeded;
-  int exitCode = 0;  // 128 + signal when interrupted, 124 for a hang, the culprit's shell code, 1 (or mpirun's) for lost ranks
+  int exitCode =
+      0;  // 128 + signal when interrupted, 124 for a hang, the culprit's shell code, 1 (or mpirun's) for lost ranks
 };
 
 Verdict judgeRanks(const VerdictInput& input);

@@ -15,27 +15,28 @@
 
 #include <fmt/format.h>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <array>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
 #include <memory>
-#include <poll.h>
 #include <random>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace ddp::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kRendezvousTimeout = std::chrono::seconds(600);  // ddprun's own limit is shorter; this one guards an orphan
+constexpr auto kRendezvousTimeout =
+    std::chrono::seconds(600);  // ddprun's own limit is shorter; this one guards an orphan
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(300);
 constexpr auto kBeatInterval = std::chrono::milliseconds(250);
 constexpr auto kBeatJitter = std::chrono::milliseconds(50);
@@ -58,8 +59,9 @@ struct WorkerConfig {
 WorkerConfig readConfig(const Environment& environment) {
   const auto id = rankIdentityFrom(environment);
   if (!id)
-    throw ConfigError("worker: no rank in the environment (OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK): "
-                      "it is started by ddprun through mpirun");
+    throw ConfigError(
+        "worker: no rank in the environment (OMPI_COMM_WORLD_RANK, SLURM_PROCID or RANK): "
+        "it is started by ddprun through mpirun");
   WorkerConfig c;
   c.id = *id;
   if (auto dir = environment.get(env::kRunDir); dir && !dir->empty()) c.layout.emplace(*dir);
@@ -118,7 +120,8 @@ class ControlLink {
   void connect(const std::string& address, const WorkerConfig& c) {
     const auto colon = address.rfind(':');
     std::string why = fmt::format("malformed {} '{}'", env::kControl, address);
-    if (colon != std::string::npos) fd_ = io::connectTcp(address.substr(0, colon), std::atoi(address.c_str() + colon + 1), 30, why);
+    if (colon != std::string::npos)
+      fd_ = io::connectTcp(address.substr(0, colon), std::atoi(address.c_str() + colon + 1), 30, why);
     if (fd_ < 0) throw Error(fmt::format("rank {} on {}: cannot reach ddprun: {}", c.id.rank, c.host, why));
     send(control::Hello{c.token.value_or("-"), c.id.rank, ::getpid(), c.host});
   }
@@ -137,8 +140,10 @@ class ControlLink {
     }
     in_.append(buf, static_cast<size_t>(n));
     while (auto line = in_.next()) {
-      if (auto message = control::parseLauncherMessage(*line)) out.push_back(*message);
-      else logger()->debug("control: ignored '{}'", line->substr(0, 80));
+      if (auto message = control::parseLauncherMessage(*line))
+        out.push_back(*message);
+      else
+        logger()->debug("control: ignored '{}'", line->substr(0, 80));
     }
     return out;
   }
@@ -260,8 +265,9 @@ std::unique_ptr<UtilSampler> makeSampler(const WorkerConfig& c, const std::map<s
   if (!c.sampleMs || !c.layout) return nullptr;
   std::optional<unsigned> gpu;
   auto visible = programEnv.find(std::string(env::kCudaVisibleDevices));
-  const std::string devices = visible != programEnv.end() ? visible->second
-                                                          : Environment::fromProcess().get(env::kCudaVisibleDevices).value_or("");
+  const std::string devices = visible != programEnv.end()
+                                  ? visible->second
+                                  : Environment::fromProcess().get(env::kCudaVisibleDevices).value_or("");
   if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && gpus > 0)
     gpu = static_cast<unsigned>(std::atoi(devices.c_str()));
   try {
@@ -281,7 +287,13 @@ class ProgramWatch {
  public:
   ProgramWatch(const WorkerConfig& c, Process& child, int out, int err, Relay& relay, ControlLink& link,
                io::SignalPipe& signals, RankExitRecord& record)
-      : c_(c), child_(child), relay_(relay), link_(link), signals_(signals), record_(record), heartbeat_(c.layout, c.id.rank) {
+      : c_(c),
+        child_(child),
+        relay_(relay),
+        link_(link),
+        signals_(signals),
+        record_(record),
+        heartbeat_(c.layout, c.id.rank) {
     streams_[1] = out;
     streams_[2] = err;
   }
@@ -324,9 +336,12 @@ class ProgramWatch {
     }
     for (const auto& p : fds) {
       if (!p.revents) continue;
-      if (p.fd == signals_.fd()) onSignals();
-      else if (p.fd == link_.fd()) onControl();
-      else for (int s = 1; s <= 2; ++s)
+      if (p.fd == signals_.fd())
+        onSignals();
+      else if (p.fd == link_.fd())
+        onControl();
+      else
+        for (int s = 1; s <= 2; ++s)
           if (p.fd == streams_[s]) onStream(s);
     }
     return true;
@@ -334,8 +349,10 @@ class ProgramWatch {
   void onSignals() {
     for (int sig : signals_.drain()) {
       if (sig == SIGCHLD) continue;
-      if (isStopSignal(sig)) requestStop(sig);
-      else child_.signalGroup(sig);
+      if (isStopSignal(sig))
+        requestStop(sig);
+      else
+        child_.signalGroup(sig);
     }
   }
   void onControl() {
@@ -360,8 +377,10 @@ class ProgramWatch {
   void onStream(int s) {
     char buf[65536];
     const ssize_t n = ::read(streams_[s], buf, sizeof buf);
-    if (n > 0) relay_.add(s, buf, static_cast<size_t>(n));
-    else if (n == 0 || errno != EINTR) close(s);
+    if (n > 0)
+      relay_.add(s, buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      close(s);
   }
   void close(int s) {
     if (streams_[s] < 0) return;

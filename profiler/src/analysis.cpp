@@ -134,7 +134,8 @@ void summariseRanks(const RunData& run, StepSums& sums, size_t steps, TimingAnal
     rankCompute.push_back(t.computeMsMedian);
     a.ranks.push_back(t);
   }
-  const double meanCompute = std::accumulate(rankCompute.begin(), rankCompute.end(), 0.0) / static_cast<double>(rankCompute.size());
+  const double meanCompute =
+      std::accumulate(rankCompute.begin(), rankCompute.end(), 0.0) / static_cast<double>(rankCompute.size());
   if (meanCompute > 0) a.imbalanceRun = *std::max_element(rankCompute.begin(), rankCompute.end()) / meanCompute;
 }
 
@@ -150,8 +151,8 @@ void fillMatrix(const std::vector<int64_t>& common, StepsByIndex& bySteps, Timin
 }
 
 // The straggler: one rank that is the slowest in most steps, clearly slower than the rest.
-constexpr double kStragglerSlowestShare = 0.6;   // of the steps
-constexpr double kStragglerExtraShare = 0.3;     // of the others' median compute
+constexpr double kStragglerSlowestShare = 0.6;  // of the steps
+constexpr double kStragglerExtraShare = 0.3;    // of the others' median compute
 constexpr double kStragglerExtraMinMs = 1.0;
 
 std::optional<Straggler> findStraggler(const TimingAnalysis& a) {
@@ -229,7 +230,8 @@ std::optional<std::string> notTheSameJob(const RunData& a, const RunData& b) {
   }
   for (const char* option : {"--model", "--data"}) {
     auto x = commandOption(a.command, option), y = commandOption(b.command, option);
-    if (x && y && *x != *y) return fmt::format("{} runs with {} {}, {} with {} {}", a.dir, option, *x, b.dir, option, *y);
+    if (x && y && *x != *y)
+      return fmt::format("{} runs with {} {}, {} with {} {}", a.dir, option, *x, b.dir, option, *y);
   }
   return std::nullopt;
 }
@@ -248,7 +250,8 @@ Scaling analyseScaling(const std::vector<RunData>& runs) {
     int ranks = static_cast<int>(timing.ranks.size());
     points.push_back({&run, timing, timing.globalSamplesPerStep / std::max(1, ranks)});
   }
-  std::sort(points.begin(), points.end(), [](const Point& x, const Point& y) { return x.timing.ranks.size() < y.timing.ranks.size(); });
+  std::sort(points.begin(), points.end(),
+            [](const Point& x, const Point& y) { return x.timing.ranks.size() < y.timing.ranks.size(); });
   const auto& base = points.front();
   for (const auto& p : points)
     if (auto why = notTheSameJob(*base.run, *p.run)) throw ConfigError("runs are not comparable: " + *why);
@@ -263,8 +266,10 @@ Scaling analyseScaling(const std::vector<RunData>& runs) {
     for (const auto& p : points)
       sizes += fmt::format("{}{}: {} per rank, {} global", sizes.empty() ? "" : "; ", p.run->dir, p.perRank,
                            p.timing.globalSamplesPerStep);
-    throw ConfigError(fmt::format("runs are not comparable: neither the per-rank batch (weak scaling) nor the global "
-                                  "batch (strong scaling) is the same ({})", sizes));
+    throw ConfigError(
+        fmt::format("runs are not comparable: neither the per-rank batch (weak scaling) nor the global "
+                    "batch (strong scaling) is the same ({})",
+                    sizes));
   }
   s.kind = weak ? ScalingKind::kWeak : ScalingKind::kStrong;
   const double baseRanks = static_cast<double>(base.timing.ranks.size());

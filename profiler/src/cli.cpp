@@ -8,8 +8,8 @@
 #include "ddp/profiler/compare.hpp"
 #include "ddp/profiler/report.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 namespace ddp::profiler {
 namespace {
@@ -50,7 +50,10 @@ int runNccl(const NcclOptions& o, std::ostream& out) {
 
 int runReport(const ReportOptions& o, std::ostream& out) {
   auto report = reportRun(o.dir, o.write);
-  out << (o.format == "json" ? report.json : o.format == "md" ? report.markdown : o.format == "html" ? report.html : report.text);
+  out << (o.format == "json"   ? report.json
+          : o.format == "md"   ? report.markdown
+          : o.format == "html" ? report.html
+                               : report.text);
   for (const auto& problem : report.problems) log::get("ddprof")->warn("{}", problem);
   if (!report.usable) throw ConfigError(fmt::format("nothing usable in {}", o.dir));
   return 0;
@@ -61,8 +64,9 @@ int runScaling(const ScalingOptions& o, std::ostream& out) {
   for (const auto& dir : o.dirs) runs.push_back(loadRun(dir));
   auto scaling = analyseScaling(runs);
   const auto format = o.json ? "json" : o.format;
-  out << (format == "json" ? jsonText(scalingJson(scaling), 2) + "\n"
-                : format == "html" ? renderScalingHtml(scaling) : renderScalingText(scaling));
+  out << (format == "json"   ? jsonText(scalingJson(scaling), 2) + "\n"
+          : format == "html" ? renderScalingHtml(scaling)
+                             : renderScalingText(scaling));
   return 0;
 }
 
@@ -84,9 +88,10 @@ int runCompare(const CompareCli& o, std::ostream& out) {
   const auto a = loadRun(o.dirA);
   const auto b = loadRun(o.dirB);
   const auto comparison = compareRuns(a, b, options);
-  out << (o.format == "json" ? jsonText(compareJson(comparison), 2) + "\n"
-                : o.format == "md" ? renderCompareMarkdown(comparison)
-                : o.format == "html" ? renderCompareHtml(comparison) : renderCompareText(comparison));
+  out << (o.format == "json"   ? jsonText(compareJson(comparison), 2) + "\n"
+          : o.format == "md"   ? renderCompareMarkdown(comparison)
+          : o.format == "html" ? renderCompareHtml(comparison)
+                               : renderCompareText(comparison));
   return 0;
 }
 
@@ -96,33 +101,42 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
   CLI::App app{"ddprof: profile a ddprun run — NCCL log facts, step timings, scaling, diagnosis.", "ddprof"};
   app.require_subcommand(1);
   NcclOptions nccl;
-  auto* ncclCmd = app.add_subcommand("nccl", "Facts from NCCL_DEBUG logs: version, ranks, hosts, network, "
-                                             "transport matrix, GDR, errors.\n"
-                                             "Example: ddprof nccl RUN/nccl/*.log --json");
+  auto* ncclCmd = app.add_subcommand("nccl",
+                                     "Facts from NCCL_DEBUG logs: version, ranks, hosts, network, "
+                                     "transport matrix, GDR, errors.\n"
+                                     "Example: ddprof nccl RUN/nccl/*.log --json");
   ncclCmd->add_option("files", nccl.files, "NCCL_DEBUG=INFO output files")->required();
   ncclCmd->add_flag("--json", nccl.json, "Print the facts as one JSON object");
   ReportOptions report;
-  auto* reportCmd = app.add_subcommand("report", "Analyse a run directory: findings with evidence and fixes, step "
-                                                 "phases, stragglers, NCCL facts. Writes report.txt, report.json and "
-                                                 "report.md into it.\nExample: ddprof report ddprun-runs/<run> --format md");
-  reportCmd->add_option("run_dir", report.dir, "The run directory (ddprun's, or one with " + RunLayout::timingsPattern() + ")")->required();
+  auto* reportCmd = app.add_subcommand("report",
+                                       "Analyse a run directory: findings with evidence and fixes, step "
+                                       "phases, stragglers, NCCL facts. Writes report.txt, report.json and "
+                                       "report.md into it.\nExample: ddprof report ddprun-runs/<run> --format md");
+  reportCmd
+      ->add_option("run_dir", report.dir,
+                   "The run directory (ddprun's, or one with " + RunLayout::timingsPattern() + ")")
+      ->required();
   reportCmd->add_option("--format", report.format, "What to print: text | json | md | html")
-      ->check(CLI::IsMember({"text", "json", "md", "html"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json", "md", "html"}))
+      ->capture_default_str();
   bool noWrite = false;
   reportCmd->add_flag("--no-write", noWrite, "Print only; do not write the report files");
   ScalingOptions scaling;
-  auto* scalingCmd = app.add_subcommand("scaling", "Strong or weak scaling efficiency of the same job run at "
-                                                   "different world sizes.\nExample: ddprof scaling runs/np1 runs/np2 runs/np4");
+  auto* scalingCmd = app.add_subcommand("scaling",
+                                        "Strong or weak scaling efficiency of the same job run at "
+                                        "different world sizes.\nExample: ddprof scaling runs/np1 runs/np2 runs/np4");
   scalingCmd->add_option("run_dirs", scaling.dirs, "Run directories, two or more")->required();
   scalingCmd->add_flag("--json", scaling.json, "Print JSON (same as --format json)");
   scalingCmd->add_option("--format", scaling.format, "text | json | html (a chart against ideal)")
-      ->check(CLI::IsMember({"text", "json", "html"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json", "html"}))
+      ->capture_default_str();
   CompareCli compare;
-  auto* compareCmd = app.add_subcommand("compare", "Two runs of the same job side by side (e.g. an NVLink instance against "
-                                                   "ERI multi-node): transports, step time, throughput, efficiency, "
-                                                   "exposed communication, busbw, findings and, with prices, cost per "
-                                                   "1 M samples.\nExample: ddprof compare runs/gn7 runs/gn7i-eri "
-                                                   "--price-a 30 --price-b 12 --instance-a ecs.gn7-c96g8.24xlarge");
+  auto* compareCmd = app.add_subcommand("compare",
+                                        "Two runs of the same job side by side (e.g. an NVLink instance against "
+                                        "ERI multi-node): transports, step time, throughput, efficiency, "
+                                        "exposed communication, busbw, findings and, with prices, cost per "
+                                        "1 M samples.\nExample: ddprof compare runs/gn7 runs/gn7i-eri "
+                                        "--price-a 30 --price-b 12 --instance-a ecs.gn7-c96g8.24xlarge");
   compareCmd->add_option("run_a", compare.dirA, "Run directory A")->required();
   compareCmd->add_option("run_b", compare.dirB, "Run directory B")->required();
   compareCmd->add_option("--price-a", compare.priceA, "A's price per instance-hour (any currency; e.g. 30.5)");
@@ -131,9 +145,11 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
   compareCmd->add_option("--label-b", compare.labelB, "B's name in the table");
   compareCmd->add_option("--instance-a", compare.instanceA, "A's instance type (e.g. ecs.gn7e-c32g1.32xlarge or gn7e)");
   compareCmd->add_option("--instance-b", compare.instanceB, "B's instance type");
-  compareCmd->add_option("--dataset-size", compare.datasetSize, "Samples per epoch, for the time and cost of an epoch (e.g. 1281167)");
+  compareCmd->add_option("--dataset-size", compare.datasetSize,
+                         "Samples per epoch, for the time and cost of an epoch (e.g. 1281167)");
   compareCmd->add_option("--format", compare.format, "text | json | md | html")
-      ->check(CLI::IsMember({"text", "json", "md", "html"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json", "md", "html"}))
+      ->capture_default_str();
   std::string logLevel = "info";
   app.add_option("--log-level", logLevel, "ddprof's own messages (what could not be read): error, warn, info or debug");
   try {

@@ -50,7 +50,8 @@ RunSummary summarise(const RunData& run, const CompareSide& side) {
     s.exposedCommShare = timing.exposedCommShare;
     s.parallelEfficiency = 1 - timing.exposedCommShare;
   } else {
-    s.missing.push_back(fmt::format("no step timings ({}): step time, throughput and cost are unknown", RunLayout::timingsPattern()));
+    s.missing.push_back(
+        fmt::format("no step timings ({}): step time, throughput and cost are unknown", RunLayout::timingsPattern()));
   }
   if (run.nccl) {
     for (auto t : run.nccl->transports) s.transports.emplace_back(transportClassName(t));
@@ -82,7 +83,8 @@ std::string join(const std::vector<std::string>& items, const char* empty = "-")
 std::string findingList(const std::vector<Finding>& findings) {
   std::vector<std::string> kinds;
   for (const auto& f : findings)
-    if (f.severity != Severity::kInfo) kinds.push_back(fmt::format("{} ({})", findingKindName(f.kind), severityName(f.severity)));
+    if (f.severity != Severity::kInfo)
+      kinds.push_back(fmt::format("{} ({})", findingKindName(f.kind), severityName(f.severity)));
   return join(kinds, "none");
 }
 
@@ -106,7 +108,8 @@ std::vector<Row> rows(const Comparison& c) {
   add("step time (median)", timed([](const RunSummary& s) { return fmt::format("{:.2f} ms", s.stepMs); }));
   add("samples per step", timed([](const RunSummary& s) { return std::to_string(s.samplesPerStep); }));
   add("throughput", timed([](const RunSummary& s) { return fmt::format("{:.1f} samples/s", s.samplesPerSecond); }));
-  add("per rank", timed([](const RunSummary& s) { return fmt::format("{:.1f} samples/s", s.samplesPerRankPerSecond); }));
+  add("per rank",
+      timed([](const RunSummary& s) { return fmt::format("{:.1f} samples/s", s.samplesPerRankPerSecond); }));
   add("exposed communication", timed([](const RunSummary& s) { return percent(s.exposedCommShare); }));
   add("parallel efficiency", timed([](const RunSummary& s) { return percent(s.parallelEfficiency); }));
   add("allreduce busbw (ddpbench)", [](const RunSummary& s) {
@@ -115,8 +118,9 @@ std::vector<Row> rows(const Comparison& c) {
   add("findings", [](const RunSummary& s) { return findingList(s.findings); });
   add("price per instance-hour", [](const RunSummary& s) { return money(s.pricePerHour); });
   add("cost per hour", [](const RunSummary& s) {
-    return s.costPerHour ? fmt::format("{} ({} instance{})", money(s.costPerHour), s.instances, s.instances == 1 ? "" : "s")
-                         : std::string("-");
+    return s.costPerHour
+               ? fmt::format("{} ({} instance{})", money(s.costPerHour), s.instances, s.instances == 1 ? "" : "s")
+               : std::string("-");
   });
   add("cost per 1 M samples", [](const RunSummary& s) { return money(s.costPerMillionSamples); });
   if (c.datasetSize) {
@@ -131,7 +135,8 @@ json summaryJson(const RunSummary& s) {
   auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
   json findings = json::array();
   for (const auto& f : s.findings)
-    findings.push_back({{"kind", findingKindName(f.kind)}, {"severity", severityName(f.severity)}, {"evidence", f.evidence}});
+    findings.push_back(
+        {{"kind", findingKindName(f.kind)}, {"severity", severityName(f.severity)}, {"evidence", f.evidence}});
   return {{"run_dir", s.dir},
           {"label", s.label},
           {"instance", s.instance ? toJson(*s.instance) : json(nullptr)},
@@ -179,7 +184,8 @@ Comparison compareRuns(const RunData& a, const RunData& b, const CompareOptions&
   if (auto why = notTheSameJob(a, b)) throw ConfigError("these runs are different jobs: " + *why);
   Comparison c{summarise(a, options.a), summarise(b, options.b), options.datasetSize, {}};
   if (!c.a.timed && !c.b.timed && c.a.transports.empty() && c.b.transports.empty())
-    throw ConfigError(fmt::format("nothing to compare: neither {} nor {} has step timings or an NCCL log", a.dir, b.dir));
+    throw ConfigError(
+        fmt::format("nothing to compare: neither {} nor {} has step timings or an NCCL log", a.dir, b.dir));
   for (auto* s : {&c.a, &c.b}) {
     if (c.datasetSize && s->timed && s->samplesPerSecond > 0) {
       s->epochHours = static_cast<double>(*c.datasetSize) / s->samplesPerSecond / 3600;
@@ -193,27 +199,29 @@ Comparison compareRuns(const RunData& a, const RunData& b, const CompareOptions&
     const auto& fast = bFaster ? c.b : c.a;
     const auto& slow = bFaster ? c.a : c.b;
     v.push_back(fmt::format("{} trains {:.2f}x faster ({:.1f} against {:.1f} samples/s).", fast.label,
-                            fast.samplesPerSecond / slow.samplesPerSecond, fast.samplesPerSecond, slow.samplesPerSecond));
+                            fast.samplesPerSecond / slow.samplesPerSecond, fast.samplesPerSecond,
+                            slow.samplesPerSecond));
     if (c.a.ranks != c.b.ranks || c.a.instances != c.b.instances ||
         std::abs(c.a.samplesPerRankPerSecond - c.b.samplesPerRankPerSecond) > 0.05 * c.a.samplesPerRankPerSecond) {
       const bool bAhead = c.b.samplesPerRankPerSecond > c.a.samplesPerRankPerSecond;
       const auto& ahead = bAhead ? c.b : c.a;
       const auto& behind = bAhead ? c.a : c.b;
-      v.push_back(fmt::format("Per rank, {} does {:.1f} samples/s and {} {:.1f}: {} keeps {:.0f} % of {}'s per-rank throughput.",
-                              c.a.label, c.a.samplesPerRankPerSecond, c.b.label, c.b.samplesPerRankPerSecond, behind.label,
-                              100 * behind.samplesPerRankPerSecond / ahead.samplesPerRankPerSecond, ahead.label));
+      v.push_back(fmt::format(
+          "Per rank, {} does {:.1f} samples/s and {} {:.1f}: {} keeps {:.0f} % of {}'s per-rank throughput.", c.a.label,
+          c.a.samplesPerRankPerSecond, c.b.label, c.b.samplesPerRankPerSecond, behind.label,
+          100 * behind.samplesPerRankPerSecond / ahead.samplesPerRankPerSecond, ahead.label));
     }
     if (std::abs(c.a.exposedCommShare - c.b.exposedCommShare) >= 0.05)
-      v.push_back(fmt::format("Exposed communication: {} {}, {} {} of the step.", c.a.label, percent(c.a.exposedCommShare),
-                              c.b.label, percent(c.b.exposedCommShare)));
+      v.push_back(fmt::format("Exposed communication: {} {}, {} {} of the step.", c.a.label,
+                              percent(c.a.exposedCommShare), c.b.label, percent(c.b.exposedCommShare)));
   }
   if (c.a.costPerMillionSamples && c.b.costPerMillionSamples) {
     const bool bCheaper = *c.b.costPerMillionSamples < *c.a.costPerMillionSamples;
     const auto& cheap = bCheaper ? c.b : c.a;
     const auto& dear = bCheaper ? c.a : c.b;
     v.push_back(fmt::format("{} is {:.2f}x cheaper per sample: {} against {} per 1 M samples{}.", cheap.label,
-                            *dear.costPerMillionSamples / *cheap.costPerMillionSamples, money(cheap.costPerMillionSamples),
-                            money(dear.costPerMillionSamples),
+                            *dear.costPerMillionSamples / *cheap.costPerMillionSamples,
+                            money(cheap.costPerMillionSamples), money(dear.costPerMillionSamples),
                             cheap.costPerHour && dear.costPerHour && *cheap.costPerHour > *dear.costPerHour
                                 ? " although it costs more per hour"
                                 : ""));
@@ -272,7 +280,8 @@ std::string renderCompareHtml(const Comparison& c) {
   page.table({"", c.a.label, c.b.label}, cells);
   if (c.a.timed && c.b.timed) {
     page.heading(2, "Throughput and cost");
-    page.raw(html::barChart("samples/s", {{c.a.label, c.a.samplesPerSecond}, {c.b.label, c.b.samplesPerSecond}}, "samples/s"));
+    page.raw(html::barChart("samples/s", {{c.a.label, c.a.samplesPerSecond}, {c.b.label, c.b.samplesPerSecond}},
+                            "samples/s"));
     if (c.a.costPerMillionSamples && c.b.costPerMillionSamples)
       page.raw(html::barChart("cost per 1 M samples",
                               {{c.a.label, *c.a.costPerMillionSamples}, {c.b.label, *c.b.costPerMillionSamples}}, ""));

@@ -16,23 +16,23 @@ namespace ddp::profiler {
 namespace {
 
 // Thresholds (docs/profiler.md, "Findings").
-constexpr double kCommBoundShare = 0.25;       // exposed comm_wait share of the step: comm_bound
+constexpr double kCommBoundShare = 0.25;  // exposed comm_wait share of the step: comm_bound
 constexpr double kCommBoundCritical = 0.5;
-constexpr double kDataBoundShare = 0.3;        // data share of the step: data_bound
+constexpr double kDataBoundShare = 0.3;  // data share of the step: data_bound
 constexpr double kDataBoundCritical = 0.5;
-constexpr double kImbalanceRatio = 1.15;       // slowest/mean compute over the run: load_imbalance
-constexpr double kSmallBatchCommRatio = 0.5;   // communication / (forward + backward): small_batch
-constexpr double kGpuIdleUtilPct = 50;         // GPU-Util below this ...
-constexpr double kGpuIdleWaitShare = 0.3;      // ... while the rank waits (data + comm) this much: gpu_idle
-constexpr double kFakeBusyUtilPct = 90;        // GPU-Util above this ...
-constexpr double kFakeBusyWaitShare = 0.3;     // ... while the rank waits in comm this much: gpu_fake_busy
-constexpr double kInitSlowSeconds = 10;        // NCCL init: init_slow
+constexpr double kImbalanceRatio = 1.15;      // slowest/mean compute over the run: load_imbalance
+constexpr double kSmallBatchCommRatio = 0.5;  // communication / (forward + backward): small_batch
+constexpr double kGpuIdleUtilPct = 50;        // GPU-Util below this ...
+constexpr double kGpuIdleWaitShare = 0.3;     // ... while the rank waits (data + comm) this much: gpu_idle
+constexpr double kFakeBusyUtilPct = 90;       // GPU-Util above this ...
+constexpr double kFakeBusyWaitShare = 0.3;    // ... while the rank waits in comm this much: gpu_fake_busy
+constexpr double kInitSlowSeconds = 10;       // NCCL init: init_slow
 constexpr int kSigKill = 9;
-
 
 using Findings = std::vector<Finding>;
 
-void add(Findings& out, FindingKind kind, Severity severity, std::vector<int> ranks, std::string evidence, std::string fix) {
+void add(Findings& out, FindingKind kind, Severity severity, std::vector<int> ranks, std::string evidence,
+         std::string fix) {
   out.push_back({kind, severity, std::move(ranks), std::move(evidence), std::move(fix)});
 }
 
@@ -48,16 +48,19 @@ void failedRanks(const RunData& run, const TimingAnalysis&, Findings& out) {
     }
     add(out, FindingKind::kRankFailed, Severity::kCritical, {e.rank},
         fmt::format("rank {}{} {}{}", e.rank, e.host.empty() ? "" : " on " + e.host,
-                    e.signal ? fmt::format("was killed by signal {}", *e.signal) : fmt::format("exited with code {}", *e.exitCode),
+                    e.signal ? fmt::format("was killed by signal {}", *e.signal)
+                             : fmt::format("exited with code {}", *e.exitCode),
                     e.culprit() ? " (the first failure)" : ""),
-        e.signal == kSigKill ? "SIGKILL is often the kernel's OOM killer: check dmesg, lower the batch or memory use"
-                             : fmt::format("read this rank's log ({}) for the error; other ranks failing after it are collateral",
-                                           RunLayout(run.dir).rankLog(e.rank)));
+        e.signal == kSigKill
+            ? "SIGKILL is often the kernel's OOM killer: check dmesg, lower the batch or memory use"
+            : fmt::format("read this rank's log ({}) for the error; other ranks failing after it are collateral",
+                          RunLayout(run.dir).rankLog(e.rank)));
   }
   if (!collateral.empty())
     add(out, FindingKind::kRanksStopped, Severity::kInfo, collateral,
         fmt::format("{} rank(s) were stopped by the launcher after another rank failed or the job was interrupted; "
-                    "they are not at fault", collateral.size()),
+                    "they are not at fault",
+                    collateral.size()),
         "look at the rank_failed finding (the first failure); these ranks only followed it");
 }
 
@@ -69,7 +72,8 @@ void restarts(const RunData& run, const TimingAnalysis&, Findings& out) {
     const std::string where = RunLayout(run.dir).attempt(before.attempt).ranksDir();
     if (!before.lastStep) {
       add(out, FindingKind::kRestart, Severity::kInfo, {},
-          fmt::format("attempt {} failed before its first step; attempt {} started over", before.attempt, after.attempt),
+          fmt::format("attempt {} failed before its first step; attempt {} started over", before.attempt,
+                      after.attempt),
           "see " + where + " for why it failed");
       continue;
     }
@@ -78,16 +82,19 @@ void restarts(const RunData& run, const TimingAnalysis&, Findings& out) {
     const int64_t stepsBefore = *before.lastStep - before.firstStep.value_or(0) + 1;
     const double secondsPerStep = stepsBefore > 0 ? before.stepSeconds / static_cast<double>(stepsBefore) : 0;
     add(out, FindingKind::kRestart, redone > 0 ? Severity::kWarning : Severity::kInfo, {},
-        fmt::format("attempt {} failed after step {}; attempt {} {}: {} step(s) ({} samples, about {:.2f} s of training) "
-                    "were lost and done again",
-                    before.attempt, *before.lastStep, after.attempt,
-                    !after.firstStep ? "wrote no timings"
-                    : resumed == 0   ? "started from step 0 (no checkpoint)"
-                                     : fmt::format("resumed from the checkpoint at step {}", resumed),
-                    redone, redone * before.samplesPerStep, static_cast<double>(redone) * secondsPerStep),
-        redone > 0 ? fmt::format("checkpoint more often (train --checkpoint-every N) so that a restart redoes less; find "
-                                 "why attempt {} failed in {}", before.attempt, where)
-                   : fmt::format("nothing was lost; find why attempt {} failed in {}", before.attempt, where));
+        fmt::format(
+            "attempt {} failed after step {}; attempt {} {}: {} step(s) ({} samples, about {:.2f} s of training) "
+            "were lost and done again",
+            before.attempt, *before.lastStep, after.attempt,
+            !after.firstStep ? "wrote no timings"
+            : resumed == 0   ? "started from step 0 (no checkpoint)"
+                             : fmt::format("resumed from the checkpoint at step {}", resumed),
+            redone, redone * before.samplesPerStep, static_cast<double>(redone) * secondsPerStep),
+        redone > 0
+            ? fmt::format("checkpoint more often (train --checkpoint-every N) so that a restart redoes less; find "
+                          "why attempt {} failed in {}",
+                          before.attempt, where)
+            : fmt::format("nothing was lost; find why attempt {} failed in {}", before.attempt, where));
   }
 }
 
@@ -101,7 +108,8 @@ void ncclErrors(const RunData& run, const TimingAnalysis&, Findings& out) {
   add(out, FindingKind::kNcclError, Severity::kCritical, {},
       fmt::format("{} NCCL WARN line(s){}{}", n.warnLines, kinds.empty() ? "" : " (" + kinds + ")",
                   n.warnings.empty() ? "" : fmt::format("; first: {}", n.warnings.front().message)),
-      "see `ddprof nccl` for what each failure usually means; a connection error right after one rank died is collateral");
+      "see `ddprof nccl` for what each failure usually means; a connection error right after one rank died is "
+      "collateral");
 }
 
 void socketFallback(const RunData& run, const TimingAnalysis&, Findings& out) {
@@ -110,7 +118,8 @@ void socketFallback(const RunData& run, const TimingAnalysis&, Findings& out) {
   const bool multiNode = n.hosts.size() > 1 || n.nnodes.value_or(1) > 1;
   if (n.network != "Socket" || (!multiNode && n.ibDevices.empty())) return;
   add(out, FindingKind::kSocketFallback, Severity::kWarning, {},
-      fmt::format("NCCL uses TCP sockets (network Socket{}){}", multiNode ? fmt::format(", {} hosts", n.hosts.size()) : "",
+      fmt::format("NCCL uses TCP sockets (network Socket{}){}",
+                  multiNode ? fmt::format(", {} hosts", n.hosts.size()) : "",
                   n.failureKinds.count(FailureKind::kNoIbDevice) ? "; NET/IB : No device found" : ""),
       "use RDMA between hosts: an instance with ERI/eRDMA or InfiniBand, the RDMA drivers (libibverbs, rdma-core) "
       "in the image, and NCCL_IB_HCA naming the devices (erdma_0 / mlx5_0); NCCL >= 2.19 for eRDMA");
@@ -128,15 +137,16 @@ void p2pDisabled(const RunData& run, const TimingAnalysis&, Findings& out) {
   add(out, FindingKind::kP2pDisabled, Severity::kWarning, {},
       fmt::format("GPUs on one host talk through host memory{}{}", shmEdges ? " (SHM edges)" : "",
                   disable != n.envOverrides.end() ? " with NCCL_P2P_DISABLE=" + disable->second
-                  : leveled                        ? " with NCCL_P2P_LEVEL=" + level->second
-                                                   : ""),
+                  : leveled                       ? " with NCCL_P2P_LEVEL=" + level->second
+                                                  : ""),
       "unset NCCL_P2P_DISABLE / NCCL_P2P_LEVEL; for communication-heavy jobs choose an NVLink instance (gn7, gn7e)");
 }
 
 void noGdr(const RunData& run, const TimingAnalysis&, Findings& out) {
   if (!run.nccl || run.nccl->gdrdma != false) return;
   add(out, FindingKind::kNoGdr, Severity::kInfo, {}, "network edges without GPUDirect RDMA (no /GDRDMA on NET edges)",
-      "load nvidia-peermem (GPUDirect RDMA) and set NCCL_NET_GDR_LEVEL (e.g. SYS on eRDMA instances, where GDR is off by default)");
+      "load nvidia-peermem (GPUDirect RDMA) and set NCCL_NET_GDR_LEVEL (e.g. SYS on eRDMA instances, where GDR is off "
+      "by default)");
 }
 
 void initSlow(const RunData& run, const TimingAnalysis&, Findings& out) {
@@ -144,7 +154,8 @@ void initSlow(const RunData& run, const TimingAnalysis&, Findings& out) {
   double slowest = 0;
   for (const auto& timing : run.nccl->initTimings) slowest = std::max(slowest, timing.totalSeconds);
   if (slowest <= kInitSlowSeconds) return;
-  add(out, FindingKind::kInitSlow, Severity::kWarning, {}, fmt::format("NCCL communicator init took up to {:.1f} s", slowest),
+  add(out, FindingKind::kInitSlow, Severity::kWarning, {},
+      fmt::format("NCCL communicator init took up to {:.1f} s", slowest),
       "check bootstrap networking (NCCL_SOCKET_IFNAME), DNS, and that every rank starts at the same time");
 }
 
@@ -166,25 +177,32 @@ void gpuUtilisation(const RunData&, const TimingAnalysis& t, Findings& out) {
     const double data = rank->phaseMsMean[Phase::kData] / rank->stepMsMedian;
     if (*u.gpuUtilPctMean < kGpuIdleUtilPct && wait + data >= kGpuIdleWaitShare)
       add(out, FindingKind::kGpuIdle, Severity::kWarning, {u.rank},
-          fmt::format("rank {}'s GPU was busy {:.0f} % of the time on average while the rank spent {} of each step waiting "
-                      "({} on communication, {} on data)",
-                      u.rank, *u.gpuUtilPctMean, percent(wait + data, 0), percent(wait, 0), percent(data, 0)),
+          fmt::format(
+              "rank {}'s GPU was busy {:.0f} % of the time on average while the rank spent {} of each step waiting "
+              "({} on communication, {} on data)",
+              u.rank, *u.gpuUtilPctMean, percent(wait + data, 0), percent(wait, 0), percent(data, 0)),
           data >= wait ? "feed the GPU: more data-loader workers, pinned memory, prefetching, faster storage"
                        : "hide communication: larger batches, gradient bucketing that overlaps backward, NVLink/RDMA");
     else if (*u.gpuUtilPctMean >= kFakeBusyUtilPct && wait >= kFakeBusyWaitShare)
       add(out, FindingKind::kGpuFakeBusy, Severity::kWarning, {u.rank},
-          fmt::format("rank {}'s GPU shows {:.0f} % utilisation, yet {} of each step is spent waiting for communication: "
-                      "NCCL's kernels count as busy while they wait",
-                      u.rank, *u.gpuUtilPctMean, percent(wait, 0)),
-          "do not trust GPU-Util alone; reduce the exposed communication (see comm_bound) or find the rank the others wait for");
+          fmt::format(
+              "rank {}'s GPU shows {:.0f} % utilisation, yet {} of each step is spent waiting for communication: "
+              "NCCL's kernels count as busy while they wait",
+              u.rank, *u.gpuUtilPctMean, percent(wait, 0)),
+          "do not trust GPU-Util alone; reduce the exposed communication (see comm_bound) or find the rank the others "
+          "wait for");
   }
 }
 
 void commBound(const RunData&, const TimingAnalysis& t, Findings& out) {
   if (t.exposedCommShare < kCommBoundShare) return;
-  add(out, FindingKind::kCommBound, t.exposedCommShare >= kCommBoundCritical ? Severity::kCritical : Severity::kWarning, {},
-      fmt::format("ranks wait {} of each step for gradient communication they could not overlap{}", percent(t.exposedCommShare, 0),
-                  t.overlapFraction ? fmt::format(" ({} of communication hidden behind backward)", percent(*t.overlapFraction, 0)) : ""),
+  add(out, FindingKind::kCommBound, t.exposedCommShare >= kCommBoundCritical ? Severity::kCritical : Severity::kWarning,
+      {},
+      fmt::format("ranks wait {} of each step for gradient communication they could not overlap{}",
+                  percent(t.exposedCommShare, 0),
+                  t.overlapFraction
+                      ? fmt::format(" ({} of communication hidden behind backward)", percent(*t.overlapFraction, 0))
+                      : ""),
       "use DDP (not DataParallel) with NCCL; larger batches per GPU; tune the bucket size (--bucket-mb); an NVLink "
       "instance within a host and ERI/RDMA between hosts");
 }
@@ -205,7 +223,8 @@ void loadImbalance(const RunData&, const TimingAnalysis& t, Findings& out) {
   add(out, FindingKind::kLoadImbalance, Severity::kWarning, {},
       fmt::format("compute differs between ranks: slowest/mean = {:.2f} over the run (per step median {:.2f})",
                   t.imbalanceRun, t.imbalanceStepMedian),
-      "balance the work per rank: equal shard sizes (a distributed sampler), equal sequence lengths per batch, same hardware");
+      "balance the work per rank: equal shard sizes (a distributed sampler), equal sequence lengths per batch, same "
+      "hardware");
 }
 
 void dataBound(const RunData&, const TimingAnalysis& t, Findings& out) {
@@ -255,17 +274,20 @@ constexpr std::array<Rule, 14> kRules = {{
 }};
 
 constexpr std::array<std::string_view, 16> kKindNames = {
-    "rank_failed",  "ranks_stopped", "restart",  "nccl_error",    "socket_fallback", "p2p_disabled",
-    "no_gdr",       "init_slow",     "missing_ranks", "gpu_idle", "gpu_fake_busy",   "comm_bound",
-    "straggler",    "load_imbalance", "data_bound", "small_batch"};
+    "rank_failed", "ranks_stopped",  "restart",       "nccl_error", "socket_fallback", "p2p_disabled",
+    "no_gdr",      "init_slow",      "missing_ranks", "gpu_idle",   "gpu_fake_busy",   "comm_bound",
+    "straggler",   "load_imbalance", "data_bound",    "small_batch"};
 
 }  // namespace
 
 std::string_view severityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kCritical: return "critical";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
   }
   return "?";
 }

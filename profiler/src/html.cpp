@@ -9,7 +9,8 @@ namespace ddp::profiler::html {
 namespace {
 
 // Distinguishable in light and dark themes (Okabe-Ito, colour-blind safe).
-constexpr const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#999999"};
+constexpr const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
+                                    "#CC79A7", "#56B4E9", "#F0E442", "#999999"};
 constexpr size_t kColours = sizeof kPalette / sizeof kPalette[0];
 const char* colour(size_t i) { return kPalette[i % kColours]; }
 
@@ -39,17 +40,19 @@ std::string sizeTick(double v) {
 constexpr int kWidth = 720, kLeft = 150, kRight = 70, kRow = 22;
 
 std::string svgOpen(const std::string& title, int height) {
-  return fmt::format("<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" "
-                     "viewBox=\"0 0 {} {}\" width=\"100%\" font-size=\"12\" fill=\"currentColor\">",
-                     escape(title), kWidth, height);
+  return fmt::format(
+      "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" "
+      "viewBox=\"0 0 {} {}\" width=\"100%\" font-size=\"12\" fill=\"currentColor\">",
+      escape(title), kWidth, height);
 }
 
 std::string legend(const std::vector<std::string>& names, int y) {
   std::string out;
   int x = kLeft;
   for (size_t i = 0; i < names.size(); ++i) {
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>", x,
-                       y, colour(i), x + 14, y + 9, escape(names[i]));
+    out +=
+        fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
+                    x, y, colour(i), x + 14, y + 9, escape(names[i]));
     x += 24 + static_cast<int>(names[i].size()) * 7;
   }
   return out;
@@ -62,11 +65,20 @@ std::string escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -83,8 +95,10 @@ std::string barChart(const std::string& title, const std::vector<std::pair<std::
     const auto& [label, v] = items[i];
     const int y = 5 + static_cast<int>(i) * kRow;
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", kLeft - 6, y + 13, escape(label));
-    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" data-v=\"{}\"><title>{}: {} {}</title></rect>",
-                       kLeft, y, v * scale, kRow - 6, colour(i), num(v), escape(label), num(v), escape(unit));
+    out += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" data-v=\"{}\"><title>{}: {} "
+        "{}</title></rect>",
+        kLeft, y, v * scale, kRow - 6, colour(i), num(v), escape(label), num(v), escape(unit));
     out += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{} {}</text>", kLeft + v * scale + 4, y + 13, num(v), escape(unit));
   }
   return out + "</svg></figure>\n";
@@ -103,13 +117,16 @@ std::string stackedBars(const std::string& title, const std::vector<std::string>
   const double scale = top > 0 ? (kWidth - kLeft - kRight) / top : 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const int y = 5 + static_cast<int>(i) * kRow;
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", kLeft - 6, y + 13, escape(rows[i].label));
+    out +=
+        fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", kLeft - 6, y + 13, escape(rows[i].label));
     double x = kLeft, sum = 0;
     for (size_t c = 0; c < rows[i].values.size() && c < categories.size(); ++c) {
       const double v = std::isnan(rows[i].values[c]) ? 0 : rows[i].values[c];
-      out += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" data-v=\"{}\"><title>{} {}: {} {}</title></rect>",
-                         x, y, v * scale, kRow - 6, colour(c), num(v), escape(rows[i].label), escape(categories[c]), num(v),
-                         escape(unit));
+      out += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" data-v=\"{}\"><title>{} {}: {} "
+          "{}</title></rect>",
+          x, y, v * scale, kRow - 6, colour(c), num(v), escape(rows[i].label), escape(categories[c]), num(v),
+          escape(unit));
       x += v * scale;
       sum += v;
     }
@@ -120,7 +137,8 @@ std::string stackedBars(const std::string& title, const std::vector<std::string>
 }
 
 std::string lineChart(const std::string& title, const std::vector<double>& xs, const std::vector<Series>& series,
-                      const std::string& xLabel, const std::string& yLabel, bool logX, const std::vector<std::string>& dashed) {
+                      const std::string& xLabel, const std::string& yLabel, bool logX,
+                      const std::vector<std::string>& dashed) {
   const int height = 260, plotTop = 10, plotBottom = 200, left = 70, right = kWidth - 20;
   double ymax = 0;
   for (const auto& s : series)
@@ -137,8 +155,10 @@ std::string lineChart(const std::string& title, const std::vector<double>& xs, c
   auto px = [&](double x) { return left + (fx(x) - x0) / (x1 - x0) * (right - left); };
   auto py = [&](double y) { return plotBottom - y / ymax * (plotBottom - plotTop); };
   std::string out = svgOpen(title, height);
-  out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"currentColor\"/>", left, plotBottom, right, plotBottom);
-  out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"currentColor\"/>", left, plotTop, left, plotBottom);
+  out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"currentColor\"/>", left, plotBottom, right,
+                     plotBottom);
+  out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"currentColor\"/>", left, plotTop, left,
+                     plotBottom);
   for (int t = 0; t <= 4; ++t) {
     const double y = ymax * t / 4;
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", left - 4, py(y) + 4, tick(y));
@@ -147,10 +167,12 @@ std::string lineChart(const std::string& title, const std::vector<double>& xs, c
     const size_t ticks = std::min<size_t>(xs.size(), 8);
     for (size_t t = 0; t < ticks; ++t) {
       const double x = xs[t * (xs.size() - 1) / std::max<size_t>(1, ticks - 1)];
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(x), plotBottom + 15, logX ? sizeTick(x) : tick(x));
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", px(x), plotBottom + 15,
+                         logX ? sizeTick(x) : tick(x));
     }
   }
-  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", (left + right) / 2, plotBottom + 32, escape(xLabel));
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", (left + right) / 2, plotBottom + 32,
+                     escape(xLabel));
   out += fmt::format("<text x=\"12\" y=\"{}\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>",
                      (plotTop + plotBottom) / 2, (plotTop + plotBottom) / 2, escape(yLabel));
   std::vector<std::string> names;
@@ -163,11 +185,14 @@ std::string lineChart(const std::string& title, const std::vector<double>& xs, c
       if (std::isnan(v)) continue;
       points += fmt::format("{:.1f},{:.1f} ", px(xs[i]), py(v));
       if (xs.size() <= 64)
-        dots += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" data-v=\"{}\"><title>{} at {}: {}</title></circle>",
-                            px(xs[i]), py(v), colour(s), num(v), escape(series[s].label), num(xs[i]), num(v));
+        dots += fmt::format(
+            "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\" data-v=\"{}\"><title>{} at {}: "
+            "{}</title></circle>",
+            px(xs[i]), py(v), colour(s), num(v), escape(series[s].label), num(xs[i]), num(v));
     }
-    out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{} points=\"{}\"><title>{}</title></polyline>{}",
-                       colour(s), dash ? " stroke-dasharray=\"5 4\"" : "", points, escape(series[s].label), dots);
+    out += fmt::format(
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{} points=\"{}\"><title>{}</title></polyline>{}",
+        colour(s), dash ? " stroke-dasharray=\"5 4\"" : "", points, escape(series[s].label), dots);
   }
   out += legend(names, height - 16);
   return out + "</svg></figure>\n";
@@ -182,17 +207,21 @@ std::string grid(const std::string& title, const std::vector<std::string>& label
   const int x0 = kLeft, y0 = 30;
   for (int i = 0; i < n; ++i) {
     if (cell >= 14) {
-      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", x0 - 4, y0 + i * cell + cell / 2 + 4, escape(labels[i]));
-      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x0 + i * cell + cell / 2, y0 - 6, escape(labels[i]));
+      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", x0 - 4, y0 + i * cell + cell / 2 + 4,
+                         escape(labels[i]));
+      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x0 + i * cell + cell / 2, y0 - 6,
+                         escape(labels[i]));
     }
     for (int j = 0; j < n; ++j) {
-      const std::string& c = i < static_cast<int>(cells.size()) && j < static_cast<int>(cells[i].size()) ? cells[i][j] : "";
+      const std::string& c =
+          i < static_cast<int>(cells.size()) && j < static_cast<int>(cells[i].size()) ? cells[i][j] : "";
       auto k = std::find(classes.begin(), classes.end(), c);
       const char* fill = c.empty() || k == classes.end() ? "none" : colour(static_cast<size_t>(k - classes.begin()));
-      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"currentColor\" "
-                         "stroke-opacity=\"0.2\"><title>{} to {}: {}</title></rect>",
-                         x0 + j * cell, y0 + i * cell, cell, cell, fill, escape(labels[i]), escape(labels[j]),
-                         c.empty() ? "-" : escape(c));
+      out += fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"currentColor\" "
+          "stroke-opacity=\"0.2\"><title>{} to {}: {}</title></rect>",
+          x0 + j * cell, y0 + i * cell, cell, cell, fill, escape(labels[i]), escape(labels[j]),
+          c.empty() ? "-" : escape(c));
     }
   }
   out += legend(classes, height - 16);
@@ -201,7 +230,9 @@ std::string grid(const std::string& title, const std::vector<std::string>& label
 
 Page::Page(std::string title) : title_(std::move(title)) {}
 
-void Page::heading(int level, const std::string& text) { body_ += fmt::format("<h{0}>{1}</h{0}>\n", level, escape(text)); }
+void Page::heading(int level, const std::string& text) {
+  body_ += fmt::format("<h{0}>{1}</h{0}>\n", level, escape(text));
+}
 void Page::paragraph(const std::string& text) { body_ += "<p>" + escape(text) + "</p>\n"; }
 void Page::raw(const std::string& markup) { body_ += markup; }
 

@@ -78,16 +78,18 @@ Instance decodeInstance(const std::string& name) {
     out.gpus = std::stoi(m[3].str());
     out.size = m[4].str();
     if (*out.vcpus == 0 || *out.gpus == 0)
-      throw ConfigError(fmt::format("instance '{}': {} vCPUs and {} GPUs is not an instance", name, *out.vcpus, *out.gpus));
+      throw ConfigError(
+          fmt::format("instance '{}': {} vCPUs and {} GPUs is not an instance", name, *out.vcpus, *out.gpus));
     return out;
   }
   if (std::regex_match(name, m, bare)) {
     out.family = findFamily(m[1].str(), name);
     return out;
   }
-  throw ConfigError(fmt::format("instance '{}' is not an instance name: expected ecs.<family>-c<vCPUs>g<GPUs>.<size> "
-                                "(e.g. ecs.gn7i-c16g1.16xlarge) or a family (e.g. gn7e)",
-                                name));
+  throw ConfigError(
+      fmt::format("instance '{}' is not an instance name: expected ecs.<family>-c<vCPUs>g<GPUs>.<size> "
+                  "(e.g. ecs.gn7i-c16g1.16xlarge) or a family (e.g. gn7e)",
+                  name));
 }
 
 nlohmann::json toJson(const Instance& i) {

@@ -4,8 +4,8 @@
 
 #include "text.hpp"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,7 +36,8 @@ void forEachBracketedDevice(std::string_view list, F&& f) {
     size_t b = i + 1;
     while (b < list.size() && (list[b] == ' ' || list[b] == '=' || list[b] == '{')) ++b;
     size_t e = b;
-    while (e < list.size() && list[e] != ' ' && list[e] != ',' && list[e] != '}' && list[e] != ';' && list[e] != '[') ++e;
+    while (e < list.size() && list[e] != ' ' && list[e] != ',' && list[e] != '}' && list[e] != ';' && list[e] != '[')
+      ++e;
     if (e > b) f(list.substr(b, e - b));
   }
 }
@@ -117,7 +118,8 @@ void NcclFactsBuilder::addWarning(const NcclLine& l, std::optional<FailureKind> 
   auto& f = facts_;
   ++f.warnLines;
   if (f.warnings.size() < NcclFacts::kMaxWarnings)
-    f.warnings.push_back({std::string(l.host), l.pid, l.dev, std::string(l.file), l.fileLine, std::string(l.message), failure});
+    f.warnings.push_back(
+        {std::string(l.host), l.pid, l.dev, std::string(l.file), l.fileLine, std::string(l.message), failure});
   else
     ++f.warningsDropped;
 }
@@ -213,10 +215,14 @@ NcclFacts NcclFactsBuilder::finish() const {
   if (!f.network) {
     // DESIGN.md: "Using network X", else IB when NET/IB : Using is present, else Socket when
     // NET/Socket : Using is; older logs say it only through the 2.3 line or the edges.
-    if (netIbUsing_) f.network = "IB";
-    else if (netSocketUsing_ || internalSocket_) f.network = "Socket";
-    else if (ibEdges) f.network = "IB";
-    else if (socketEdges) f.network = "Socket";
+    if (netIbUsing_)
+      f.network = "IB";
+    else if (netSocketUsing_ || internalSocket_)
+      f.network = "Socket";
+    else if (ibEdges)
+      f.network = "IB";
+    else if (socketEdges)
+      f.network = "Socket";
   }
   bool netEdges = false, gdr = false;
   for (const auto& [key, e] : f.edges) {
@@ -226,8 +232,10 @@ NcclFacts NcclFactsBuilder::finish() const {
       gdr = gdr || e.gdr;
     }
   }
-  if (netEdges) f.gdrdma = gdr || ringGdrOn_;
-  else if (ringGdrOn_ || ringGdrOff_) f.gdrdma = ringGdrOn_;
+  if (netEdges)
+    f.gdrdma = gdr || ringGdrOn_;
+  else if (ringGdrOn_ || ringGdrOff_)
+    f.gdrdma = ringGdrOn_;
   return f;
 }
 
@@ -318,8 +326,8 @@ std::pair<nlohmann::json, nlohmann::json> edgesJson(const NcclFacts& f) {
   std::set<int> ranks;
   std::map<std::pair<int, int>, std::set<std::string>> cells;
   for (const auto& [key, e] : f.edges) {
-    json entry = {{"from", e.from}, {"to", e.to}, {"transport", transportClassName(e.transport)},
-                  {"via", e.via}, {"lines", e.lines}, {"gdr", e.gdr}};
+    json entry = {{"from", e.from}, {"to", e.to},       {"transport", transportClassName(e.transport)},
+                  {"via", e.via},   {"lines", e.lines}, {"gdr", e.gdr}};
     if (e.proxyRank >= 0) entry["proxy_rank"] = e.proxyRank;
     edges.push_back(std::move(entry));
     ranks.insert(e.from);
@@ -358,7 +366,9 @@ nlohmann::json toJson(const NcclFacts& f) {
   const auto [edges, matrix] = edgesJson(f);
   json warnings = json::array();
   for (const auto& w : f.warnings) {
-    warnings.push_back({{"host", w.host}, {"pid", w.pid}, {"dev", w.dev},
+    warnings.push_back({{"host", w.host},
+                        {"pid", w.pid},
+                        {"dev", w.dev},
                         {"location", w.file.empty() ? json(nullptr) : json(fmt::format("{}:{}", w.file, w.line))},
                         {"message", w.message},
                         {"kind", w.kind ? json(failureKindName(*w.kind)) : json(nullptr)}});

@@ -37,9 +37,7 @@ bool expect(std::string_view s, size_t& i, std::string_view what) {
 
 // memchr for the first character, then a compare: faster than memmem on ~200-byte lines,
 // where memmem's set-up dominates.
-size_t findIn(std::string_view hay, std::string_view needle, size_t from = 0) {
-  return hay.find(needle, from);
-}
+size_t findIn(std::string_view hay, std::string_view needle, size_t from = 0) { return hay.find(needle, from); }
 
 bool isAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 int hexValue(char c) {
@@ -119,8 +117,7 @@ std::optional<Tag> tagAt(std::string_view s, size_t at, bool withNccl) {
       {{"INFO", Level::kInfo}, {"WARN", Level::kWarn}, {"TRACE", Level::kTrace}}};
   size_t word = at + (withNccl ? 5 : 0);
   for (const auto& [name, level] : kLevels) {
-    if (s.substr(word, name.size()) == name &&
-        (word + name.size() == s.size() || s[word + name.size()] == ' '))
+    if (s.substr(word, name.size()) == name && (word + name.size() == s.size() || s[word + name.size()] == ' '))
       return Tag{at, word + name.size() - at, level};
   }
   return std::nullopt;
@@ -182,13 +179,20 @@ std::optional<VersionInfo> parseVersion(std::string_view text) {
 
 std::string_view transportClassName(TransportClass c) {
   switch (c) {
-    case TransportClass::kP2P: return "P2P";
-    case TransportClass::kShm: return "SHM";
-    case TransportClass::kNetIb: return "NET/IB";
-    case TransportClass::kNetSocket: return "NET/Socket";
-    case TransportClass::kNetOther: return "NET/other";
-    case TransportClass::kNvls: return "NVLS";
-    case TransportClass::kCollNet: return "COLLNET";
+    case TransportClass::kP2P:
+      return "P2P";
+    case TransportClass::kShm:
+      return "SHM";
+    case TransportClass::kNetIb:
+      return "NET/IB";
+    case TransportClass::kNetSocket:
+      return "NET/Socket";
+    case TransportClass::kNetOther:
+      return "NET/other";
+    case TransportClass::kNvls:
+      return "NVLS";
+    case TransportClass::kCollNet:
+      return "COLLNET";
   }
   return "?";
 }
@@ -217,15 +221,21 @@ std::optional<Edge> parseEdge(std::string_view m) {
     return true;
   };
   if (!rankWithDevice(e.from) || !expect(m, i, " -> ") || !rankWithDevice(e.to)) return std::nullopt;
-  if (expect(m, i, " [send]")) e.direction = 1;
-  else if (expect(m, i, " [receive]")) e.direction = -1;
+  if (expect(m, i, " [send]"))
+    e.direction = 1;
+  else if (expect(m, i, " [receive]"))
+    e.direction = -1;
   if (!expect(m, i, " via ")) return std::nullopt;
   e.via = trim(m.substr(i));
   const auto via = e.via;
-  if (startsWith(via, "P2P")) e.transport = TransportClass::kP2P;
-  else if (startsWith(via, "SHM") || startsWith(via, "direct shared memory")) e.transport = TransportClass::kShm;
-  else if (startsWith(via, "NVLS")) e.transport = TransportClass::kNvls;
-  else if (startsWith(via, "CollNet") || startsWith(via, "COLLNET")) e.transport = TransportClass::kCollNet;
+  if (startsWith(via, "P2P"))
+    e.transport = TransportClass::kP2P;
+  else if (startsWith(via, "SHM") || startsWith(via, "direct shared memory"))
+    e.transport = TransportClass::kShm;
+  else if (startsWith(via, "NVLS"))
+    e.transport = TransportClass::kNvls;
+  else if (startsWith(via, "CollNet") || startsWith(via, "COLLNET"))
+    e.transport = TransportClass::kCollNet;
   else if (startsWith(via, "NET/")) {
     std::string_view rest = via.substr(4);
     size_t slash = rest.find('/');
@@ -239,7 +249,8 @@ std::optional<Edge> parseEdge(std::string_view m) {
         e.netDevice = static_cast<int>(*dev);
         if (k < rest.size() && rest[k] == '(') {  // PXN: the proxy rank relays this edge
           ++k;
-          if (auto proxy = readInt(rest, k); proxy && k < rest.size() && rest[k] == ')') e.proxyRank = static_cast<int>(*proxy);
+          if (auto proxy = readInt(rest, k); proxy && k < rest.size() && rest[k] == ')')
+            e.proxyRank = static_cast<int>(*proxy);
         }
       }
     }
@@ -285,7 +296,8 @@ std::optional<CollRecord> parseColl(std::string_view text) {
   auto head = collHead(text);
   if (!head) return std::nullopt;
   auto [r, k] = *head;
-  for (int v; k < text.size() && (v = hexValue(text[k])) >= 0; ++k) r.opCount = r.opCount * 16 + static_cast<uint64_t>(v);
+  for (int v; k < text.size() && (v = hexValue(text[k])) >= 0; ++k)
+    r.opCount = r.opCount * 16 + static_cast<uint64_t>(v);
   // The fixed layout of enqueue.cc, read in one pass: this is the bulk of a COLL-enabled log.
   {
     size_t i = k;
@@ -320,10 +332,14 @@ std::optional<CollRecord> parseColl(std::string_view text) {
     } else if (!key.empty()) {
       size_t at2 = 0;
       if (auto v = readInt(token, at2)) {
-        if (key == "count") r.count = static_cast<uint64_t>(*v);
-        else if (key == "datatype") r.datatype = static_cast<int>(*v);
-        else if (key == "op") r.redop = static_cast<int>(*v);
-        else if (key == "root") r.root = static_cast<int>(*v);
+        if (key == "count")
+          r.count = static_cast<uint64_t>(*v);
+        else if (key == "datatype")
+          r.datatype = static_cast<int>(*v);
+        else if (key == "op")
+          r.redop = static_cast<int>(*v);
+        else if (key == "root")
+          r.root = static_cast<int>(*v);
       }
       key = {};
       k = end;
@@ -350,15 +366,24 @@ std::optional<CollRecord> parseCollSummary(std::string_view text) {
 
 std::string_view failureKindName(FailureKind kind) {
   switch (kind) {
-    case FailureKind::kConnectionRefused: return "connection_refused";
-    case FailureKind::kConnectionTimeout: return "connection_timeout";
-    case FailureKind::kSocketAbort: return "socket_abort";
-    case FailureKind::kIbCompletionError: return "ib_completion_error";
-    case FailureKind::kUnhandledSystemError: return "unhandled_system_error";
-    case FailureKind::kUnhandledCudaError: return "unhandled_cuda_error";
-    case FailureKind::kTimeout: return "timeout";
-    case FailureKind::kNoIbDevice: return "no_ib_device";
-    case FailureKind::kDuplicateGpu: return "duplicate_gpu";
+    case FailureKind::kConnectionRefused:
+      return "connection_refused";
+    case FailureKind::kConnectionTimeout:
+      return "connection_timeout";
+    case FailureKind::kSocketAbort:
+      return "socket_abort";
+    case FailureKind::kIbCompletionError:
+      return "ib_completion_error";
+    case FailureKind::kUnhandledSystemError:
+      return "unhandled_system_error";
+    case FailureKind::kUnhandledCudaError:
+      return "unhandled_cuda_error";
+    case FailureKind::kTimeout:
+      return "timeout";
+    case FailureKind::kNoIbDevice:
+      return "no_ib_device";
+    case FailureKind::kDuplicateGpu:
+      return "duplicate_gpu";
   }
   return "?";
 }
@@ -370,12 +395,13 @@ std::optional<FailureKind> classifyFailure(std::string_view m) {
       contains(m, "Connection reset by peer"))
     return FailureKind::kSocketAbort;
   if (contains(m, "Got completion")) return FailureKind::kIbCompletionError;
-  if (contains(m, "unhandled system error") || contains(m, "ncclSystemError")) return FailureKind::kUnhandledSystemError;
-  if (contains(m, "unhandled cuda error") || contains(m, "ncclUnhandledCudaError")) return FailureKind::kUnhandledCudaError;
+  if (contains(m, "unhandled system error") || contains(m, "ncclSystemError"))
+    return FailureKind::kUnhandledSystemError;
+  if (contains(m, "unhandled cuda error") || contains(m, "ncclUnhandledCudaError"))
+    return FailureKind::kUnhandledCudaError;
   if (contains(m, "NET/IB : No device found")) return FailureKind::kNoIbDevice;
   if (contains(m, "Duplicate GPU detected")) return FailureKind::kDuplicateGpu;
-  if (contains(m, "Watchdog caught collective operation timeout") || contains(m, "timed out") ||
-      contains(m, "Timeout"))
+  if (contains(m, "Watchdog caught collective operation timeout") || contains(m, "timed out") || contains(m, "Timeout"))
     return FailureKind::kTimeout;
   return std::nullopt;
 }

@@ -15,13 +15,15 @@ std::string_view meaning(FailureKind kind) {
     case FailureKind::kSocketAbort:
       return "a peer closed its connection: usually another rank died first; look for its error";
     case FailureKind::kIbCompletionError:
-      return "an RDMA operation failed on the NIC: link flap, wrong GID index (NCCL_IB_GID_INDEX) or MTU, or a dead peer";
+      return "an RDMA operation failed on the NIC: link flap, wrong GID index (NCCL_IB_GID_INDEX) or MTU, or a dead "
+             "peer";
     case FailureKind::kUnhandledSystemError:
       return "a system call or library call failed (sockets, shared memory, /dev/shm size, ulimit -l)";
     case FailureKind::kUnhandledCudaError:
       return "a CUDA call failed: driver/runtime mismatch, out of memory or a faulted kernel";
     case FailureKind::kTimeout:
-      return "a collective or connection did not finish in time: a hung or dead rank, or ranks calling different collectives";
+      return "a collective or connection did not finish in time: a hung or dead rank, or ranks calling different "
+             "collectives";
     case FailureKind::kNoIbDevice:
       return "no InfiniBand/RoCE/eRDMA device usable: between hosts NCCL falls back to TCP sockets";
     case FailureKind::kDuplicateGpu:
@@ -43,9 +45,11 @@ std::string joined(const Set& items, std::string_view none = "-") {
 std::string renderNcclSummary(const NcclFacts& f) {
   std::string out;
   auto line = [&](std::string_view label, const std::string& value) { out += fmt::format("{:<14}{}\n", label, value); };
-  line("NCCL", f.ncclVersion ? *f.ncclVersion + (f.cudaVersion ? " (CUDA " + *f.cudaVersion + ")" : "") : "not printed");
+  line("NCCL",
+       f.ncclVersion ? *f.ncclVersion + (f.cudaVersion ? " (CUDA " + *f.cudaVersion + ")" : "") : "not printed");
   if (f.cudaDriverVersion) line("CUDA driver", std::to_string(*f.cudaDriverVersion));
-  line("ranks", f.nranks ? std::to_string(*f.nranks) + (f.nnodes ? fmt::format(" on {} nodes", *f.nnodes) : "") : "not printed");
+  line("ranks",
+       f.nranks ? std::to_string(*f.nranks) + (f.nnodes ? fmt::format(" on {} nodes", *f.nnodes) : "") : "not printed");
   line("hosts", fmt::format("{} ({})", f.hosts.size(), joined(f.hosts)));
   line("network", f.network.value_or("not printed"));
   if (!f.ibDevices.empty()) line("IB devices", joined(f.ibDevices));

@@ -21,15 +21,16 @@ void findings(const Report& r, html::Page& page) {
   page.heading(2, "Findings");
   if (r.findings.empty()) page.paragraph("No rule found a problem.");
   for (const auto& f : r.findings)
-    page.raw(fmt::format("<div class=\"finding {0}\"><b>{0}</b> <code>{1}</code>{2}: {3}<div class=\"fix\">Fix: {4}</div></div>\n",
-                         severityName(f.severity), findingKindName(f.kind),
-                         f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")", html::escape(f.evidence),
-                         html::escape(f.fix)));
+    page.raw(fmt::format(
+        "<div class=\"finding {0}\"><b>{0}</b> <code>{1}</code>{2}: {3}<div class=\"fix\">Fix: {4}</div></div>\n",
+        severityName(f.severity), findingKindName(f.kind), f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")",
+        html::escape(f.evidence), html::escape(f.fix)));
 }
 
 void steps(const TimingAnalysis& t, html::Page& page) {
   page.heading(2, "Steps");
-  page.table({"ranks", "steps analysed", "step ms (median)", "step ms (p95)", "samples/s", "exposed communication", "imbalance"},
+  page.table({"ranks", "steps analysed", "step ms (median)", "step ms (p95)", "samples/s", "exposed communication",
+              "imbalance"},
              {{std::to_string(t.ranks.size()), std::to_string(t.stepsAnalysed), ms(t.stepMsMedian), ms(t.stepMsP95),
                fmt::format("{:.1f}", t.samplesPerSecond), percent(t.exposedCommShare), ms(t.imbalanceRun)}});
   std::vector<std::string> phases;
@@ -40,13 +41,14 @@ void steps(const TimingAnalysis& t, html::Page& page) {
   page.raw(html::stackedBars("Step phases per rank (mean ms per step)", phases, bars, "ms"));
   std::vector<double> xs(t.matrixSteps.begin(), t.matrixSteps.end());
   std::vector<html::Series> lines;
-  for (size_t i = 0; i < t.ranks.size(); ++i) lines.push_back({fmt::format("rank {}", t.ranks[i].rank), t.stepMatrix[i]});
+  for (size_t i = 0; i < t.ranks.size(); ++i)
+    lines.push_back({fmt::format("rank {}", t.ranks[i].rank), t.stepMatrix[i]});
   page.raw(html::lineChart("Step time over the run", xs, lines, "step", "ms"));
   std::vector<std::vector<std::string>> rows;
   for (const auto& rank : t.ranks)
-    rows.push_back({std::to_string(rank.rank), std::to_string(rank.steps), ms(rank.stepMsMedian), ms(rank.computeMsMedian),
-                    ms(rank.phaseMsMean[Phase::kData]), ms(rank.phaseMsMean[Phase::kCommWait]), ms(rank.commMsMean),
-                    percent(rank.slowestShare)});
+    rows.push_back({std::to_string(rank.rank), std::to_string(rank.steps), ms(rank.stepMsMedian),
+                    ms(rank.computeMsMedian), ms(rank.phaseMsMean[Phase::kData]),
+                    ms(rank.phaseMsMean[Phase::kCommWait]), ms(rank.commMsMean), percent(rank.slowestShare)});
   page.table({"rank", "steps", "step ms", "compute ms", "data ms", "comm wait ms", "comm ms", "slowest in"}, rows);
 }
 
@@ -69,7 +71,8 @@ void utilisationCharts(const RunData& run, html::Page& page) {
     html::Series c{fmt::format("rank {}", rank), std::vector<double>(slots, std::nan(""))}, g = c;
     bool anyGpu = false;
     for (const auto& u : samples) {
-      const auto slot = std::min(slots - 1, static_cast<size_t>(std::lround(static_cast<double>(u.tUnixUs - first) / 1e6 / kSlotS)));
+      const auto slot =
+          std::min(slots - 1, static_cast<size_t>(std::lround(static_cast<double>(u.tUnixUs - first) / 1e6 / kSlotS)));
       c.values[slot] = u.cpuPct;
       if (u.gpuUtilPct) {
         g.values[slot] = *u.gpuUtilPct;
@@ -88,7 +91,8 @@ void utilisationTable(const TimingAnalysis& t, html::Page& page) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& u : t.utilisation)
     rows.push_back({std::to_string(u.rank), std::to_string(u.samples), fmt::format("{:.1f}", u.cpuPctMean),
-                    fmt::format("{:.1f}", u.rssMibMax), u.gpuUtilPctMean ? fmt::format("{:.1f}", *u.gpuUtilPctMean) : "-",
+                    fmt::format("{:.1f}", u.rssMibMax),
+                    u.gpuUtilPctMean ? fmt::format("{:.1f}", *u.gpuUtilPctMean) : "-",
                     u.gpuMemUsedMibMax ? fmt::format("{:.0f}", *u.gpuMemUsedMibMax) : "-"});
   page.table({"rank", "samples", "CPU % (mean)", "RSS MiB (max)", "GPU util % (mean)", "GPU memory MiB (max)"}, rows);
 }

@@ -47,7 +47,8 @@ void forEachLine(const std::string& file, std::vector<std::string>& problems, Pa
     }
   }
   if (bad == 1) problems.push_back(firstProblem);
-  if (bad > 1) problems.push_back(fmt::format("{} ({} unusable lines in this file; the first shown)", firstProblem, bad));
+  if (bad > 1)
+    problems.push_back(fmt::format("{} ({} unusable lines in this file; the first shown)", firstProblem, bad));
 }
 
 void loadTimings(const std::string& file, TimingsByRank& timings, std::vector<std::string>& problems) {

@@ -76,15 +76,21 @@ json traceJson(const RunData& run) {
   if (origin == INT64_MAX) origin = 0;
   auto thread = [&](int pid, int tid, const std::string& name) {
     events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
-    events.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+    events.push_back(
+        {{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
   };
   for (const auto& [rank, records] : run.timings) {
     const auto host = hosts.count(rank) ? hosts.at(rank) : std::string();
     const double shift = offsets.count(host) ? offsets.at(host) : 0.0;
     auto ts = [&](double unixUs) { return unixUs - shift - static_cast<double>(origin); };
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", rank}, {"tid", 0},
-                      {"args", {{"name", host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} ({})", rank, host)}}}});
-    events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
+    events.push_back(
+        {{"ph", "M"},
+         {"name", "process_name"},
+         {"pid", rank},
+         {"tid", 0},
+         {"args", {{"name", host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} ({})", rank, host)}}}});
+    events.push_back(
+        {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
     thread(rank, kStepLane, "steps");
     thread(rank, kPhaseLane, "phases");
     std::set<int> buckets;
@@ -93,26 +99,44 @@ json traceJson(const RunData& run) {
       const double start = ts(static_cast<double>(r.startUnixUs));
       json args = {{"samples", r.samples}};
       if (r.loss) args["loss"] = *r.loss;
-      events.push_back({{"ph", "X"}, {"name", fmt::format("step {}", r.step)}, {"cat", "step"}, {"pid", rank},
-                        {"tid", kStepLane}, {"ts", start}, {"dur", r.stepMs * 1e3}, {"args", args}});
+      events.push_back({{"ph", "X"},
+                        {"name", fmt::format("step {}", r.step)},
+                        {"cat", "step"},
+                        {"pid", rank},
+                        {"tid", kStepLane},
+                        {"ts", start},
+                        {"dur", r.stepMs * 1e3},
+                        {"args", args}});
       // Phases are recorded as durations: they are laid end to end, in their order, from the step's start.
       double at = start;
       for (Phase p : kPhases) {
         const double dur = r.phasesMs[p] * 1e3;
         if (dur <= 0) continue;
-        events.push_back({{"ph", "X"}, {"name", std::string(phaseName(p))}, {"cat", "phase"}, {"pid", rank},
-                          {"tid", kPhaseLane}, {"ts", at}, {"dur", dur}, {"args", {{"step", r.step}}}});
+        events.push_back({{"ph", "X"},
+                          {"name", std::string(phaseName(p))},
+                          {"cat", "phase"},
+                          {"pid", rank},
+                          {"tid", kPhaseLane},
+                          {"ts", at},
+                          {"dur", dur},
+                          {"args", {{"step", r.step}}}});
         at += dur;
       }
       for (const auto& c : r.collectives) {
         const int lane = c.bucket >= 0 ? kFirstBucketLane + c.bucket : kOtherCollectivesLane;
-        if (c.bucket >= 0) buckets.insert(c.bucket);
-        else others = true;
+        if (c.bucket >= 0)
+          buckets.insert(c.bucket);
+        else
+          others = true;
         events.push_back({{"ph", "X"},
                           {"name", c.bucket >= 0 ? fmt::format("{} bucket {}", collectiveOpName(c.op), c.bucket)
                                                  : std::string(collectiveOpName(c.op))},
-                          {"cat", "collective"}, {"pid", rank}, {"tid", lane}, {"ts", ts(static_cast<double>(c.startUnixUs))},
-                          {"dur", c.durationMs * 1e3}, {"args", {{"step", r.step}, {"bytes", c.bytes}}}});
+                          {"cat", "collective"},
+                          {"pid", rank},
+                          {"tid", lane},
+                          {"ts", ts(static_cast<double>(c.startUnixUs))},
+                          {"dur", c.durationMs * 1e3},
+                          {"args", {{"step", r.step}, {"bytes", c.bytes}}}});
       }
     }
     for (int b : buckets) thread(rank, kFirstBucketLane + b, fmt::format("bucket {}", b));
@@ -122,9 +146,13 @@ json traceJson(const RunData& run) {
   for (const auto& [host, offset] : offsets) clock[host] = offset;
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},
-          {"otherData", {{"run_dir", run.dir}, {"origin_unix_us", origin}, {"clock_offsets_us", clock},
-                         {"note", "phases are laid end to end from each step's start; collectives are at their recorded times; "
-                                  "each host's clock is shifted by clock_offsets_us onto rank 0's"}}}};
+          {"otherData",
+           {{"run_dir", run.dir},
+            {"origin_unix_us", origin},
+            {"clock_offsets_us", clock},
+            {"note",
+             "phases are laid end to end from each step's start; collectives are at their recorded times; "
+             "each host's clock is shifted by clock_offsets_us onto rank 0's"}}}};
 }
 
 }  // namespace ddp::profiler

@@ -9,9 +9,9 @@ using namespace ddp::comm;
 using namespace ddp::comm::bench;
 
 TEST_CASE("bus-bandwidth factors follow nccl-tests' PERFORMANCE.md", "[comm][bench]") {
-  CHECK(findCollective("allreduce")->busFactor(4) == Approx(1.5));     // 2(n-1)/n
+  CHECK(findCollective("allreduce")->busFactor(4) == Approx(1.5));  // 2(n-1)/n
   CHECK(findCollective("allreduce")->busFactor(2) == Approx(1.0));
-  CHECK(findCollective("allgather")->busFactor(4) == Approx(0.75));    // (n-1)/n
+  CHECK(findCollective("allgather")->busFactor(4) == Approx(0.75));  // (n-1)/n
   CHECK(findCollective("reducescatter")->busFactor(8) == Approx(0.875));
   CHECK(findCollective("alltoall")->busFactor(4) == Approx(0.75));
   CHECK(findCollective("broadcast")->busFactor(16) == Approx(1.0));
@@ -77,8 +77,7 @@ TEST_CASE("sweep sizes and option validation", "[comm][bench]") {
   CHECK_THROWS_AS(validate(bad, 2), ddp::ConfigError);
 }
 
-TEST_CASE("the table has nccl-tests' columns and JSON rows carry the same numbers",
-          "[comm][bench][report]") {
+TEST_CASE("the table has nccl-tests' columns and JSON rows carry the same numbers", "[comm][bench][report]") {
   Result r;
   r.op = "allreduce";
   r.bytes = 1024;
@@ -97,8 +96,8 @@ TEST_CASE("the table has nccl-tests' columns and JSON rows carry the same number
         std::string::npos);
   CHECK(tableFooter({r}).find("# Out of bounds values : 0 OK") == 0);
   const auto j = toJson(r);
-  for (const char* key : {"op", "bytes", "count", "type", "redop", "root", "time_us", "algbw_gbps",
-                          "busbw_gbps", "wrong", "in_place"}) {
+  for (const char* key :
+       {"op", "bytes", "count", "type", "redop", "root", "time_us", "algbw_gbps", "busbw_gbps", "wrong", "in_place"}) {
     CHECK(j.contains(key));
   }
   CHECK(j["busbw_gbps"] == 0.15);

@@ -3,8 +3,8 @@
 // same cases in the same order; checks are CHECKs so no rank leaves a collective early.
 
 #define CATCH_CONFIG_RUNNER
-#include "ddp/common/error.hpp"
 #include "ddp/comm/registry.hpp"
+#include "ddp/common/error.hpp"
 #include "support/backend_session.hpp"
 
 #include <catch2/catch.hpp>
@@ -21,14 +21,13 @@ std::unique_ptr<Backend> gBackend;
 constexpr size_t kCounts[] = {0, 1, 7, 1000003};
 
 std::string describe(DType d, ReduceOp op, size_t count, bool inPlace) {
-  return std::string(dtypeName(d)) + " " + std::string(reduceOpName(op)) + " count " +
-         std::to_string(count) + (inPlace ? " in-place" : " out-of-place");
+  return std::string(dtypeName(d)) + " " + std::string(reduceOpName(op)) + " count " + std::to_string(count) +
+         (inPlace ? " in-place" : " out-of-place");
 }
 
 // Rank r contributes r + (i % 3) to element i (prod: 1 + (r + i) % 2, to stay exact).
 double input(int r, size_t i, ReduceOp op) {
-  return op == ReduceOp::kProd ? 1 + (static_cast<size_t>(r) + i) % 2
-                               : r + static_cast<double>(i % 3);
+  return op == ReduceOp::kProd ? 1 + (static_cast<size_t>(r) + i) % 2 : r + static_cast<double>(i % 3);
 }
 
 // Closed forms over N ranks: sum = N(N-1)/2 + N(i%3), min = i%3, max = N-1 + i%3,
@@ -37,11 +36,16 @@ double closedForm(int n, size_t i, ReduceOp op, DType d) {
   const double k = static_cast<double>(i % 3);
   const double sum = n * (n - 1) / 2.0 + n * k;
   switch (op) {
-    case ReduceOp::kSum: return sum;
-    case ReduceOp::kMin: return k;
-    case ReduceOp::kMax: return n - 1 + k;
-    case ReduceOp::kProd: return std::pow(2.0, i % 2 == 0 ? n / 2 : (n + 1) / 2);
-    case ReduceOp::kAvg: return isFloating(d) ? sum / n : std::trunc(sum / n);
+    case ReduceOp::kSum:
+      return sum;
+    case ReduceOp::kMin:
+      return k;
+    case ReduceOp::kMax:
+      return n - 1 + k;
+    case ReduceOp::kProd:
+      return std::pow(2.0, i % 2 == 0 ? n / 2 : (n + 1) / 2);
+    case ReduceOp::kAvg:
+      return isFloating(d) ? sum / n : std::trunc(sum / n);
   }
   return 0;
 }
@@ -90,8 +94,7 @@ TEST_CASE("allreduce: every dtype, op and size, in and out of place", "[comm][co
   });
 }
 
-TEST_CASE("reduce-scatter: every dtype, op and size, in and out of place",
-          "[comm][collectives][mpi]") {
+TEST_CASE("reduce-scatter: every dtype, op and size, in and out of place", "[comm][collectives][mpi]") {
   Backend& b = *gBackend;
   const int n = b.size();
   const int r = b.rank();
@@ -103,9 +106,8 @@ TEST_CASE("reduce-scatter: every dtype, op and size, in and out of place",
     b.reduceScatter(send.data(), recv, count, d, op)->wait();
     const auto& result = inPlace ? send : out;
     const size_t offset = inPlace ? static_cast<size_t>(r) * count : 0;
-    CHECK(mismatches(result, offset, count, d, [&](size_t i) {
-            return closedForm(n, static_cast<size_t>(r) * count + i, op, d);
-          }) == 0);
+    CHECK(mismatches(result, offset, count, d,
+                     [&](size_t i) { return closedForm(n, static_cast<size_t>(r) * count + i, op, d); }) == 0);
   });
 }
 
@@ -127,9 +129,8 @@ TEST_CASE("allgather: every dtype and size, in and out of place", "[comm][collec
           in = out.data() + r * count * dtypeSize(d);
         }
         b.allgather(in, out.data(), count, d)->wait();
-        CHECK(mismatches(out, 0, total, d, [&](size_t i) {
-                return mine(static_cast<int>(i / count), i % count);
-              }) == 0);
+        CHECK(mismatches(out, 0, total, d, [&](size_t i) { return mine(static_cast<int>(i / count), i % count); }) ==
+              0);
       }
     }
   }
@@ -164,9 +165,8 @@ TEST_CASE("alltoall: every dtype and size", "[comm][collectives][mpi]") {
       auto send = filled(total, d, [&](size_t i) { return value(r, static_cast<int>(i / count), i % count); });
       std::vector<char> out(std::max<size_t>(total, 1) * dtypeSize(d));
       b.alltoall(send.data(), out.data(), count, d)->wait();
-      CHECK(mismatches(out, 0, total, d, [&](size_t i) {
-              return value(static_cast<int>(i / count), r, i % count);
-            }) == 0);
+      CHECK(mismatches(out, 0, total, d, [&](size_t i) { return value(static_cast<int>(i / count), r, i % count); }) ==
+            0);
     }
   }
 }
@@ -195,8 +195,8 @@ TEST_CASE("several collectives in flight complete in order", "[comm][collectives
   std::vector<std::shared_ptr<Work>> works;
   for (size_t k = 0; k < buffers.size(); ++k) {
     std::fill(buffers[k].begin(), buffers[k].end(), static_cast<int64_t>(k + b.rank()));
-    works.push_back(b.allreduce(buffers[k].data(), buffers[k].data(), buffers[k].size(),
-                                DType::kInt64, ReduceOp::kMax));
+    works.push_back(
+        b.allreduce(buffers[k].data(), buffers[k].data(), buffers[k].size(), DType::kInt64, ReduceOp::kMax));
   }
   for (size_t k = 0; k < works.size(); ++k) {
     works[k]->wait();
@@ -204,6 +204,4 @@ TEST_CASE("several collectives in flight complete in order", "[comm][collectives
   }
 }
 
-int main(int argc, char** argv) {
-  return ddp::tests::runWithBackend(argc, argv, gBackend, "test_collectives");
-}
+int main(int argc, char** argv) { return ddp::tests::runWithBackend(argc, argv, gBackend, "test_collectives"); }

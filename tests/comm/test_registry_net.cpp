@@ -1,6 +1,6 @@
+#include "ddp/comm/registry.hpp"
 #include "ddp/common/error.hpp"
 #include "ddp/common/net.hpp"
-#include "ddp/comm/registry.hpp"
 #include "ddp/config.hpp"
 
 #include <catch2/catch.hpp>
@@ -26,8 +26,7 @@ TEST_CASE("a backend name registers once", "[comm][registry]") {
 }
 
 namespace {
-NetInterface iface(std::string name, std::string address, uint32_t addr, uint32_t mask,
-                   bool loopback = false) {
+NetInterface iface(std::string name, std::string address, uint32_t addr, uint32_t mask, bool loopback = false) {
   return NetInterface{std::move(name), std::move(address), addr, mask, loopback};
 }
 }  // namespace
@@ -44,9 +43,9 @@ TEST_CASE("interfaces of this namespace include loopback", "[comm][net]") {
 
 TEST_CASE("rank 0's rendezvous address", "[comm][net]") {
   const auto lo = iface("lo", "127.0.0.1", 0x7f000001, 0xff000000, true);
-  const HostRecord a{"h,10.1.0.1,172.17.0.1",
-                     {lo, iface("eth0", "10.1.0.1", 0x0a010001, 0xffffff00),
-                      iface("docker0", "172.17.0.1", 0xac110001, 0xffff0000)}};
+  const HostRecord a{
+      "h,10.1.0.1,172.17.0.1",
+      {lo, iface("eth0", "10.1.0.1", 0x0a010001, 0xffffff00), iface("docker0", "172.17.0.1", 0xac110001, 0xffff0000)}};
   const HostRecord b{"h,10.1.0.2", {lo, iface("eth0", "10.1.0.2", 0x0a010002, 0xffffff00)}};
   CHECK(chooseRendezvousAddress({a, a}) == "127.0.0.1");
   CHECK(chooseRendezvousAddress({a, b, b}) == "10.1.0.1");  // the subnet the other host shares
@@ -66,7 +65,7 @@ TEST_CASE("backend options from the environment", "[comm][registry]") {
   CHECK(options.interface == "eth1");
   CHECK(options.shmRanksPerHost == 2);
   CHECK(BackendOptions::fromEnvironment(ddp::Environment()).interface.empty());
-  CHECK_THROWS_WITH(BackendOptions::fromEnvironment(
-                        ddp::Environment({{"DDP_MPI_SHM_RANKS_PER_HOST", "two"}, {"HOME", "/root"}})),
-                    Contains("DDP_MPI_SHM_RANKS_PER_HOST='two' is not an integer"));
+  CHECK_THROWS_WITH(
+      BackendOptions::fromEnvironment(ddp::Environment({{"DDP_MPI_SHM_RANKS_PER_HOST", "two"}, {"HOME", "/root"}})),
+      Contains("DDP_MPI_SHM_RANKS_PER_HOST='two' is not an integer"));
 }

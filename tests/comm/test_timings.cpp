@@ -1,12 +1,12 @@
 // The step timer and the bucket assignment.
 #include "ddp/comm/buckets.hpp"
-#include "ddp/common/error.hpp"
 #include "ddp/comm/step_timer.hpp"
+#include "ddp/common/error.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/common/step_record.hpp"
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -51,7 +51,9 @@ TEST_CASE("the timer writes one line per step with phases within the step", "[co
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       { auto scope = timer.phase(Phase::kOptimizer); }
       auto start = StepTimer::Clock::now();
-      std::thread([&] { timer.recordCollective(CollectiveOp::kAllreduce, 0, 1024, start, std::chrono::microseconds(500)); }).join();
+      std::thread([&] {
+        timer.recordCollective(CollectiveOp::kAllreduce, 0, 1024, start, std::chrono::microseconds(500));
+      }).join();
       const auto& record = timer.endStep();
       CHECK(record.phasesMs[Phase::kData] >= 2);
       CHECK(record.phasesMs[Phase::kForward] >= 1);
@@ -93,20 +95,22 @@ TEST_CASE("an unwritable timings path is a ConfigError naming it", "[comm][timin
 
 TEST_CASE("buckets: reverse-order parameters fill a small first bucket, then full ones", "[comm][buckets]") {
   const size_t kMiB = 1 << 20;
-  std::vector<BucketParam> params = {{kMiB / 2, DType::kFloat32, -1}, {kMiB, DType::kFloat32, -1},
-                                     {3 * kMiB, DType::kFloat32, -1}, {kMiB, DType::kFloat32, -1},
+  std::vector<BucketParam> params = {{kMiB / 2, DType::kFloat32, -1},
+                                     {kMiB, DType::kFloat32, -1},
+                                     {3 * kMiB, DType::kFloat32, -1},
+                                     {kMiB, DType::kFloat32, -1},
                                      {2 * kMiB, DType::kFloat32, -1}};
   auto buckets = assignBuckets(params, kMiB, 4 * kMiB);
   REQUIRE(buckets.size() == 3);
-  CHECK(buckets[0].params == std::vector<size_t>{0, 1});      // reaches 1 MiB: closed
-  CHECK(buckets[1].params == std::vector<size_t>{2, 3});      // reaches 4 MiB
-  CHECK(buckets[2].params == std::vector<size_t>{4});         // the rest
+  CHECK(buckets[0].params == std::vector<size_t>{0, 1});  // reaches 1 MiB: closed
+  CHECK(buckets[1].params == std::vector<size_t>{2, 3});  // reaches 4 MiB
+  CHECK(buckets[2].params == std::vector<size_t>{4});     // the rest
   CHECK(buckets[1].bytes == 4 * kMiB);
 }
 
 TEST_CASE("buckets never mix dtypes or devices and come out in first-parameter order", "[comm][buckets]") {
-  std::vector<BucketParam> params = {{100, DType::kFloat32, -1}, {100, DType::kFloat64, -1},
-                                     {100, DType::kFloat32, 0}, {100, DType::kFloat32, -1}};
+  std::vector<BucketParam> params = {
+      {100, DType::kFloat32, -1}, {100, DType::kFloat64, -1}, {100, DType::kFloat32, 0}, {100, DType::kFloat32, -1}};
   auto buckets = assignBuckets(params, 1 << 20, 1 << 20);
   REQUIRE(buckets.size() == 3);
   CHECK(buckets[0].params == std::vector<size_t>{0, 3});

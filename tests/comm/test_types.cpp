@@ -1,6 +1,6 @@
-#include "ddp/common/error.hpp"
 #include "ddp/comm/sizes.hpp"
 #include "ddp/comm/types.hpp"
+#include "ddp/common/error.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -22,7 +22,7 @@ TEST_CASE("half and bfloat16 conversions", "[comm][types]") {
   CHECK(floatToHalf(1.0f) == 0x3c00);
   CHECK(floatToHalf(-2.0f) == 0xc000);
   CHECK(floatToHalf(65504.0f) == 0x7bff);
-  CHECK(floatToHalf(65536.0f) == 0x7c00);  // overflows to infinity
+  CHECK(floatToHalf(65536.0f) == 0x7c00);               // overflows to infinity
   CHECK(halfToFloat(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
   CHECK(floatToHalf(std::ldexp(1.0f, -24)) == 0x0001);
   CHECK(std::isnan(halfToFloat(floatToHalf(std::numeric_limits<float>::quiet_NaN()))));
@@ -57,8 +57,7 @@ TEST_CASE("sizes with K, M and G suffixes", "[comm][sizes]") {
   CHECK(parseSize("256m") == 256ull << 20);
   CHECK(parseSize("2G") == 2ull << 30);
   using Catch::Matchers::Contains;
-  CHECK_THROWS_WITH(parseSize("12Q", "maximum size (-e)"),
-                    Contains("maximum size (-e) '12Q' is not a size"));
+  CHECK_THROWS_WITH(parseSize("12Q", "maximum size (-e)"), Contains("maximum size (-e) '12Q' is not a size"));
   for (const char* bad : {"", "K", "1.5M", "-1", "1MB", " 1"}) {
     CHECK_THROWS_AS(parseSize(bad), ddp::ConfigError);
   }

@@ -1,5 +1,5 @@
-#include "ddp/common/error.hpp"
 #include "ddp/comm/world.hpp"
+#include "ddp/common/error.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -8,9 +8,7 @@ using ddp::ConfigError;
 using ddp::Environment;
 
 namespace {
-Environment env(std::map<std::string, std::string, std::less<>> vars) {
-  return Environment(std::move(vars));
-}
+Environment env(std::map<std::string, std::string, std::less<>> vars) { return Environment(std::move(vars)); }
 }  // namespace
 
 TEST_CASE("no launcher variables: a single process", "[comm][world]") {
@@ -99,36 +97,27 @@ TEST_CASE("ddprun's contract variables agree with Open MPI's", "[comm][world]") 
 
 TEST_CASE("partial, malformed and conflicting variables are clear errors", "[comm][world]") {
   using Catch::Matchers::Contains;
-  CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "0"}})),
-                    Contains("RANK is set but WORLD_SIZE is not"));
+  CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "0"}})), Contains("RANK is set but WORLD_SIZE is not"));
   CHECK_THROWS_WITH(discoverWorld(env({{"OMPI_COMM_WORLD_SIZE", "2"}})),
                     Contains("OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not"));
   CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "two"}, {"WORLD_SIZE", "4"}})),
                     Contains("RANK='two' is not an integer"));
   CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "4"}, {"WORLD_SIZE", "4"}})),
                     Contains("RANK=4 is not below WORLD_SIZE=4"));
-  CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "0"}, {"WORLD_SIZE", "0"}})),
-                    Contains("out of range"));
-  CHECK_THROWS_WITH(discoverWorld(env({{"OMPI_COMM_WORLD_RANK", "1"},
-                                       {"OMPI_COMM_WORLD_SIZE", "2"},
-                                       {"RANK", "0"},
-                                       {"WORLD_SIZE", "2"}})),
-                    Contains("conflicting world"));
+  CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "0"}, {"WORLD_SIZE", "0"}})), Contains("out of range"));
+  CHECK_THROWS_WITH(
+      discoverWorld(
+          env({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}})),
+      Contains("conflicting world"));
   CHECK_THROWS_WITH(discoverWorld(env({{"LOCAL_RANK", "0"}})),
                     Contains("LOCAL_RANK is set but RANK and WORLD_SIZE are not"));
-  CHECK_THROWS_WITH(discoverWorld(env({{"MASTER_ADDR", "h"}})),
-                    Contains("MASTER_ADDR is set but MASTER_PORT is not"));
+  CHECK_THROWS_WITH(discoverWorld(env({{"MASTER_ADDR", "h"}})), Contains("MASTER_ADDR is set but MASTER_PORT is not"));
   CHECK_THROWS_WITH(discoverWorld(env({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}})),
                     Contains("MASTER_PORT=70000 is out of range"));
-  CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "0"},
-                                       {"WORLD_SIZE", "4"},
-                                       {"LOCAL_RANK", "2"},
-                                       {"LOCAL_WORLD_SIZE", "2"}})),
-                    Contains("local rank 2 is not below the local world size 2"));
-  CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "0"},
-                                       {"WORLD_SIZE", "2"},
-                                       {"NODE_RANK", "0"},
-                                       {"GROUP_RANK", "1"}})),
+  CHECK_THROWS_WITH(
+      discoverWorld(env({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}})),
+      Contains("local rank 2 is not below the local world size 2"));
+  CHECK_THROWS_WITH(discoverWorld(env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"NODE_RANK", "0"}, {"GROUP_RANK", "1"}})),
                     Contains("disagree"));
   CHECK_THROWS_AS(discoverWorld(env({{"RANK", ""}, {"WORLD_SIZE", "2"}})), ConfigError);
 }

@@ -7,8 +7,8 @@
 #include "ddp/common/run_manifest.hpp"
 #include "ddp/common/util_sample.hpp"
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -60,9 +60,10 @@ TEST_CASE("the layout lists what a reader looks for, sorted", "[common][layout]"
   CHECK(run.timingsFiles().empty());
   CHECK(run.attempts().empty());
   CHECK_FALSE(run.hasManifest());
-  for (const auto& p : {run.timings(1), run.timings(0), run.rankExit(0), run.rankLog(0), run.utilisation(0),
-                        dir.string() + "/nccl/h.1.log", dir.string() + "/ddpbench-mpi.json", dir.string() + "/other.json",
-                        run.manifest(), run.attempt(10).timings(0), run.attempt(2).timings(0)})
+  for (const auto& p :
+       {run.timings(1), run.timings(0), run.rankExit(0), run.rankLog(0), run.utilisation(0),
+        dir.string() + "/nccl/h.1.log", dir.string() + "/ddpbench-mpi.json", dir.string() + "/other.json",
+        run.manifest(), run.attempt(10).timings(0), run.attempt(2).timings(0)})
     touch(p);
   fs::create_directories(dir / "attempts" / "notes");  // not an attempt
   CHECK(run.hasManifest());
@@ -161,8 +162,10 @@ TEST_CASE("a malformed exit record names the field", "[common][exit]") {
   CHECK_THROWS_WITH(rankExitFromJson(json{{"host", "a"}}), Contains("missing field \"rank\""));
   CHECK_THROWS_WITH(rankExitFromJson(json{{"rank", "1"}}), Contains("field \"rank\" must be an integer"));
   CHECK_THROWS_WITH(rankExitFromJson(json{{"rank", -2}}), Contains("field \"rank\" is -2"));
-  CHECK_THROWS_WITH(rankExitFromJson(json{{"rank", 1}, {"status", "sleeping"}}), Contains("'sleeping', not a rank status"));
-  CHECK_THROWS_WITH(rankExitFromJson(json{{"rank", 1}, {"stop_requested", 1}}), Contains("\"stop_requested\" must be true or false"));
+  CHECK_THROWS_WITH(rankExitFromJson(json{{"rank", 1}, {"status", "sleeping"}}),
+                    Contains("'sleeping', not a rank status"));
+  CHECK_THROWS_WITH(rankExitFromJson(json{{"rank", 1}, {"stop_requested", 1}}),
+                    Contains("\"stop_requested\" must be true or false"));
   CHECK_THROWS_WITH(rankExitFromJson(json{{"schema", 2}, {"rank", 1}}), Contains("schema version 2"));
 }
 
@@ -197,7 +200,8 @@ TEST_CASE("run.json survives toJson and fromJson, every field", "[common][manife
   m.reason = "no progress";
   m.mpirunExit = "killed by SIGKILL";
   m.hang = HangRecord{{1}, m.startUnixUs + 4'000'000, m.startUnixUs + 4'200'000};
-  m.ranks = {{0, "a", 10, RankStatus::kCollateral, 143, std::nullopt}, {1, "b", 11, RankStatus::kHung, std::nullopt, 9}};
+  m.ranks = {{0, "a", 10, RankStatus::kCollateral, 143, std::nullopt},
+             {1, "b", 11, RankStatus::kHung, std::nullopt, 9}};
   m.versions = Versions{"0.1.0", "4.1.4", "1.13.0", std::nullopt, false};
   const auto j = toJson(m);
   CHECK(j["duration_s"] == 4.25);
@@ -233,9 +237,11 @@ TEST_CASE("a malformed run.json names the field", "[common][manifest]") {
   CHECK_THROWS_WITH(runManifestFromJson(with("command", {1})), Contains("\"command\" must be an array of strings"));
   CHECK_THROWS_WITH(runManifestFromJson(with("status", "done")), Contains("'done', not a run status"));
   CHECK_THROWS_WITH(runManifestFromJson(with("hosts", {{{"slots", 1}}})), Contains("missing field \"host\""));
-  CHECK_THROWS_WITH(runManifestFromJson(with("environment", {{"A", 1}})), Contains("\"environment\" must be an object of strings"));
-  CHECK_THROWS_WITH(runManifestFromJson(with("hang", {{"ranks", {"x"}}, {"detected_unix_us", 1}, {"stacks_done_unix_us", 1}})),
-                    Contains("type must be number"));
+  CHECK_THROWS_WITH(runManifestFromJson(with("environment", {{"A", 1}})),
+                    Contains("\"environment\" must be an object of strings"));
+  CHECK_THROWS_WITH(
+      runManifestFromJson(with("hang", {{"ranks", {"x"}}, {"detected_unix_us", 1}, {"stacks_done_unix_us", 1}})),
+      Contains("type must be number"));
 }
 
 TEST_CASE("a utilisation sample survives format and parse", "[common][util]") {
@@ -263,7 +269,8 @@ TEST_CASE("a utilisation sample survives format and parse", "[common][util]") {
   CHECK_FALSE(cpuOnly.gpuUtilPct);
   CHECK_THROWS_WITH(parseUtilSample(R"({"rank":0,"t_unix_us":5,"cpu)"), Contains("not JSON"));
   CHECK_THROWS_WITH(parseUtilSample(R"({"rank":0,"t_unix_us":5})"), Contains("missing field \"cpu_pct\""));
-  CHECK_THROWS_WITH(parseUtilSample(R"({"rank":0,"t_unix_us":5,"cpu_pct":"a"})"), Contains("\"cpu_pct\" must be a number"));
+  CHECK_THROWS_WITH(parseUtilSample(R"({"rank":0,"t_unix_us":5,"cpu_pct":"a"})"),
+                    Contains("\"cpu_pct\" must be a number"));
 }
 
 TEST_CASE("files: atomic writes leave nothing half-written, listings are sorted", "[common][files]") {
@@ -271,12 +278,14 @@ TEST_CASE("files: atomic writes leave nothing half-written, listings are sorted"
   makeDirectories(dir.string(), "test directory");
   writeFileAtomically((dir / "b.json").string(), "{}");
   writeFileAtomically((dir / "a.json").string(), "[]");
-  CHECK(listFiles(dir.string(), "", ".json") == std::vector<std::string>{(dir / "a.json").string(), (dir / "b.json").string()});
+  CHECK(listFiles(dir.string(), "", ".json") ==
+        std::vector<std::string>{(dir / "a.json").string(), (dir / "b.json").string()});
   CHECK(listFiles(dir.string(), "b", ".json").size() == 1);
   CHECK(listFiles((dir / "none").string(), "", ".json").empty());
   CHECK_THROWS_WITH(writeFileAtomically((dir / "no" / "x").string(), "x"), Contains("cannot write"));
   CHECK(fs::directory_iterator(dir) != fs::directory_iterator());
-  for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir))
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
   CHECK_THROWS_WITH(makeDirectories("/proc/x", "run directory"), Contains("run directory /proc/x: cannot create"));
   fs::remove_all(dir);
 }

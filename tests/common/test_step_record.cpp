@@ -58,12 +58,14 @@ TEST_CASE("malformed records say which field is wrong", "[common][step_record]")
                     Catch::Contains("\"rank\" is -1"));
   CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok.substr(0, ok.size() - 2) + "{\"data\":-1}}"),
                     Catch::Contains("\"data\" must be a duration"));
-  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok + R"(,"collectives":[{"op":"gather","bytes":1,"start_unix_us":1,"duration_ms":1}]})"),
+  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok +
+                                    R"(,"collectives":[{"op":"gather","bytes":1,"start_unix_us":1,"duration_ms":1}]})"),
                     Catch::Contains("unknown collective op \"gather\""));
   CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1,"), Catch::Contains("not JSON"));
   CHECK_THROWS_AS(parseStepRecord("[1]"), ddp::ConfigError);
   // Found by fuzz_timings: a number JSON cannot hold is a bad line, not an escaping exception.
-  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok + ",\"x\":1e999}"), Catch::Contains("not JSON") && Catch::Contains("number overflow"));
+  CHECK_THROWS_WITH(parseStepRecord("{\"schema\":1," + ok + ",\"x\":1e999}"),
+                    Catch::Contains("not JSON") && Catch::Contains("number overflow"));
 }
 
 TEST_CASE("the progress line: STEP PHASE or STEP done, padding ignored", "[common][step_record]") {

@@ -4,9 +4,9 @@
 #include "ddp/common/log.hpp"
 #include "ddp/common/text.hpp"
 
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -68,7 +68,8 @@ TEST_CASE("the logger writes one line per message with its part's name and level
   CHECK(worker == "ddprun [host:3]: debug: shown\n");
   CHECK(cleared == 1);
   CHECK(log::parseLevel("warn", "--log-level") == spdlog::level::warn);
-  CHECK_THROWS_WITH(log::parseLevel("loud", "--log-level"), Contains("--log-level 'loud': expected error, warn, info or debug"));
+  CHECK_THROWS_WITH(log::parseLevel("loud", "--log-level"),
+                    Contains("--log-level 'loud': expected error, warn, info or debug"));
 }
 
 TEST_CASE("JSON fields: typed reads that name the field", "[common][json]") {

@@ -69,12 +69,31 @@ TEST_CASE("launcher messages round-trip", "[launcher][control]") {
 }
 
 TEST_CASE("malformed or misdirected lines are not messages", "[launcher][control]") {
-  for (const char* line : {"", "hello", "hello t0k", "hello t -1 5 h", "hello t 1 0 h", "hello t 1 5 h extra",
-                           "hello  t 1 5 h", "started", "started x", "started 0", "beat", "beat 3", "beat 3 lunch",
-                           "beat x data", "beat 3 data ", "exit", "exit {", "exit []", "exit {\"host\":\"h\"}",
-                           "stacks-done now", "terminate", "start 0 1", "stacks"})
+  for (const char* line : {"",
+                           "hello",
+                           "hello t0k",
+                           "hello t -1 5 h",
+                           "hello t 1 0 h",
+                           "hello t 1 5 h extra",
+                           "hello  t 1 5 h",
+                           "started",
+                           "started x",
+                           "started 0",
+                           "beat",
+                           "beat 3",
+                           "beat 3 lunch",
+                           "beat x data",
+                           "beat 3 data ",
+                           "exit",
+                           "exit {",
+                           "exit []",
+                           "exit {\"host\":\"h\"}",
+                           "stacks-done now",
+                           "terminate",
+                           "start 0 1",
+                           "stacks"})
     CHECK_FALSE(parseWorkerMessage(line));
-  for (const char* line : {"", "start", "start 0", "start 1 1", "start -1 2", "start 0 0", "start 0 2 x", "terminate now",
-                           "TERMINATE", "stacks-done", "hello t 1 5 h", "beat 1 data"})
+  for (const char* line : {"", "start", "start 0", "start 1 1", "start -1 2", "start 0 0", "start 0 2 x",
+                           "terminate now", "TERMINATE", "stacks-done", "hello t 1 5 h", "beat 1 data"})
     CHECK_FALSE(parseLauncherMessage(line));
 }

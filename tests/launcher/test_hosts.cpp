@@ -56,14 +56,15 @@ TEST_CASE("Slurm node lists and tasks per node", "[launcher][hosts][slurm]") {
   CHECK(expandSlurmNodelist("n[0-99][0-99]").size() == 10000);
   CHECK_THROWS_WITH(expandSlurmTasksPerNode("1(x200000)"), Catch::Contains("covers more than 100000 nodes"));
 
-  ddp::Environment inside(std::map<std::string, std::string, std::less<>>{
-      {"SLURM_JOB_NODELIST", "gpu[1-2]"}, {"SLURM_TASKS_PER_NODE", "4(x2)"}});
+  ddp::Environment inside(std::map<std::string, std::string, std::less<>>{{"SLURM_JOB_NODELIST", "gpu[1-2]"},
+                                                                          {"SLURM_TASKS_PER_NODE", "4(x2)"}});
   auto hosts = slurmAllocation(inside);
   REQUIRE(hosts);
   CHECK(*hosts == Hosts{{"gpu1", 4}, {"gpu2", 4}});
   CHECK(totalSlots(*hosts) == 8);
   CHECK_FALSE(slurmAllocation(ddp::Environment{}));
-  ddp::Environment mismatched(std::map<std::string, std::string, std::less<>>{
-      {"SLURM_JOB_NODELIST", "gpu[1-3]"}, {"SLURM_TASKS_PER_NODE", "4(x2)"}});
-  CHECK_THROWS_WITH(slurmAllocation(mismatched), Catch::Contains("3 nodes in SLURM_JOB_NODELIST 'gpu[1-3]' but 2 counts"));
+  ddp::Environment mismatched(std::map<std::string, std::string, std::less<>>{{"SLURM_JOB_NODELIST", "gpu[1-3]"},
+                                                                              {"SLURM_TASKS_PER_NODE", "4(x2)"}});
+  CHECK_THROWS_WITH(slurmAllocation(mismatched),
+                    Catch::Contains("3 nodes in SLURM_JOB_NODELIST 'gpu[1-3]' but 2 counts"));
 }

@@ -10,9 +10,9 @@
 #include "ddp/launcher/port.hpp"
 #include "support/run_records.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <csignal>
 #include <filesystem>
@@ -20,9 +20,9 @@
 #include <sstream>
 
 using namespace ddp::launcher;
+using Catch::Contains;
 using ddp::RankStatus;
 using ddp::RunStatus;
-using Catch::Contains;
 using ddp::test::endedAt;
 namespace fs = std::filesystem;
 
@@ -44,7 +44,8 @@ fs::path freshDir(const std::string& name) {
 }  // namespace
 
 TEST_CASE("cli: ddprun's options end where PROGRAM begins", "[launcher][cli]") {
-  auto r = parseLaunch({"-np", "2", "--profile", "--run-dir", "runs/a", "-x", "A=1", "-x", "B", "prog", "-np", "3", "--profile"});
+  auto r = parseLaunch(
+      {"-np", "2", "--profile", "--run-dir", "runs/a", "-x", "A=1", "-x", "B", "prog", "-np", "3", "--profile"});
   CHECK(r.options.np == 2);
   CHECK(r.options.profile);
   CHECK(r.options.runDir == "runs/a");
@@ -56,7 +57,8 @@ TEST_CASE("cli: ddprun's options end where PROGRAM begins", "[launcher][cli]") {
   CHECK(dashed.options.graceSeconds == 7);
   CHECK(dashed.settings.graceSeconds == 7);
   CHECK(dashed.settings.timeoutSeconds == 30);
-  auto named = parseLaunch({"--master-port", "29511", "--instance", "gn7", "--no-gpu-binding", "--log-level", "warn", "p"});
+  auto named =
+      parseLaunch({"--master-port", "29511", "--instance", "gn7", "--no-gpu-binding", "--log-level", "warn", "p"});
   CHECK(named.masterPort == 29511);
   CHECK(named.instance == "gn7");
   CHECK_FALSE(named.options.gpuBinding);
@@ -68,7 +70,8 @@ TEST_CASE("cli: bad options before PROGRAM are errors naming them", "[launcher][
   std::ostringstream out;
   CHECK_THROWS_WITH(parseCommandLine({"--np-per-node", "2", "p"}, out), Contains("unknown option '--np-per-node'"));
   CHECK_THROWS_WITH(parseCommandLine({"-np", "2"}, out), Contains("no program to run"));
-  CHECK_THROWS_WITH(parseCommandLine({"--max-restarts", "-1", "p"}, out), Contains("--max-restarts: Value -1 not in range"));
+  CHECK_THROWS_WITH(parseCommandLine({"--max-restarts", "-1", "p"}, out),
+                    Contains("--max-restarts: Value -1 not in range"));
   CHECK_THROWS_WITH(parseCommandLine({"--log-level", "loud", "p"}, out), Contains("--log-level 'loud'"));
   CHECK_THROWS_AS(parseCommandLine({"--grace"}, out), ddp::ConfigError);
 }
@@ -105,7 +108,8 @@ TEST_CASE("ports: a free one is held; a held or used one is refused", "[launcher
   CHECK_THROWS_WITH(PortReservation(first.port()), Contains("another ddprun run holds it"));
   int used = 0;
   const int fd = io::listenTcp("0.0.0.0", used);
-  CHECK_THROWS_WITH(PortReservation(used), Contains(fmt::format("--master-port {} is not free on this host (Address already in use)", used)));
+  CHECK_THROWS_WITH(PortReservation(used),
+                    Contains(fmt::format("--master-port {} is not free on this host (Address already in use)", used)));
   ::close(fd);
   PortReservation again(used);  // free again
   CHECK(again.port() == used);
@@ -114,7 +118,8 @@ TEST_CASE("ports: a free one is held; a held or used one is refused", "[launcher
   CHECK_THROWS_AS(PortReservation(used), ddp::ConfigError);  // the lock moved with it
 }
 
-TEST_CASE("run directories: a default name gets a suffix, an explicit one with a run is refused", "[launcher][run_dir]") {
+TEST_CASE("run directories: a default name gets a suffix, an explicit one with a run is refused",
+          "[launcher][run_dir]") {
   const auto root = freshDir("ddp-rundir");
   const auto base = (root / "runs" / "20261201-000000-train").string();
   CHECK(createRunDirectory(base, false, false) == base);
@@ -127,7 +132,8 @@ TEST_CASE("run directories: a default name gets a suffix, an explicit one with a
   CHECK(createRunDirectory(mine, true, false) == mine);  // empty: reused
   std::ofstream(mine + "/run.json") << "{}";
   CHECK_THROWS_WITH(createRunDirectory(mine, true, false), Contains("already holds a run (run.json)"));
-  CHECK_THROWS_WITH(createRunDirectory("/proc/ddprun-run", true, false), Contains("run directory /proc/ddprun-run: cannot create"));
+  CHECK_THROWS_WITH(createRunDirectory("/proc/ddprun-run", true, false),
+                    Contains("run directory /proc/ddprun-run: cannot create"));
   fs::remove_all(root);
 }
 
@@ -159,7 +165,9 @@ TEST_CASE("restarts: failed attempts are kept and recorded until one succeeds", 
   JobSettings once;
   once.maxRestarts = 1;
   int calls = 0;
-  CHECK(runWithRestarts(layout.attempt(9), once, [&](int) { return ++calls, JobOutcome{130, true, "interrupted"}; }) == 130);
+  CHECK(runWithRestarts(layout.attempt(9), once, [&](int) {
+          return ++calls, JobOutcome{130, true, "interrupted"};
+        }) == 130);
   CHECK(calls == 1);  // interrupted: no restart
   CHECK(runWithRestarts(layout.attempt(9), once, [&](int) { return ++calls, JobOutcome{5, false, "x"}; }) == 5);
   CHECK(calls == 3);  // one restart, then the budget is used up
@@ -169,7 +177,8 @@ TEST_CASE("restarts: failed attempts are kept and recorded until one succeeds", 
 TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][verdict]") {
   VerdictInput in;
   in.np = 4;
-  in.reported = {{0, endedAt(0, std::nullopt, SIGTERM, 900, true)}, {1, endedAt(1, 0, std::nullopt, 100, false)},
+  in.reported = {{0, endedAt(0, std::nullopt, SIGTERM, 900, true)},
+                 {1, endedAt(1, 0, std::nullopt, 100, false)},
                  {2, endedAt(2, std::nullopt, SIGSEGV, 500, false)}};
   ddp::RankExitRecord said;
   said.host = "node-b";

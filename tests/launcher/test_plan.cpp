@@ -43,7 +43,7 @@ TEST_CASE("a local run: every core, loopback rendezvous, default run directory",
   CHECK(plan.runDir == "/work/ddprun-runs/20261129-224501-train");
   CHECK(plan.rankEnv.at("MASTER_PORT") == "29517");
   CHECK(plan.rankEnv.at("DDPRUN_RUN_DIR") == plan.runDir);
-  CHECK(plan.mpirunEnv.count("OMPI_ALLOW_RUN_AS_ROOT") == 0);  // not root
+  CHECK(plan.mpirunEnv.count("OMPI_ALLOW_RUN_AS_ROOT") == 0);                  // not root
   CHECK(plan.mpirunEnv.at("OMPI_MCA_orte_allowed_exit_without_sync") == "1");  // ddprun tears down, not mpirun
   CHECK(plan.warnings.empty());
   CHECK(contains(plan.argv, {"mpirun", "-np", "2", "--host", "box:2"}));
@@ -61,7 +61,8 @@ TEST_CASE("as root: the allow-run-as-root settings for mpirun", "[launcher][plan
   CHECK(plan.mpirunEnv.at("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM") == "1");
 }
 
-TEST_CASE("more ranks than local cores are oversubscribed with a warning, on given hosts an error", "[launcher][plan]") {
+TEST_CASE("more ranks than local cores are oversubscribed with a warning, on given hosts an error",
+          "[launcher][plan]") {
   auto o = options();
   o.np = 4;
   auto plan = makeLaunchPlan(o, context());
@@ -69,8 +70,9 @@ TEST_CASE("more ranks than local cores are oversubscribed with a warning, on giv
   REQUIRE(plan.warnings.size() == 1);
   CHECK_THAT(plan.warnings[0], Catch::Contains("more than the 2 cores"));
   o.hostList = "a:2,b:1";
-  CHECK_THROWS_WITH(makeLaunchPlan(o, context()),
-                    Catch::Equals("-np 4 but the hosts have 3 slots (a:2,b:1): add hosts or slots, or pass --oversubscribe"));
+  CHECK_THROWS_WITH(
+      makeLaunchPlan(o, context()),
+      Catch::Equals("-np 4 but the hosts have 3 slots (a:2,b:1): add hosts or slots, or pass --oversubscribe"));
   o.oversubscribe = true;
   CHECK(makeLaunchPlan(o, context()).np == 4);
   o.np = 0;
@@ -143,7 +145,8 @@ TEST_CASE("exports and --mpi-args", "[launcher][plan]") {
   CHECK_THROWS_WITH(makeLaunchPlan(options({}), context()), Catch::Contains("no program to run"));
 }
 
-TEST_CASE("quoting: arguments with spaces, quotes, semicolons and dollars survive the printed plan", "[launcher][plan]") {
+TEST_CASE("quoting: arguments with spaces, quotes, semicolons and dollars survive the printed plan",
+          "[launcher][plan]") {
   CHECK(shellQuote("plain-word_1.0,a=b:c/d") == "plain-word_1.0,a=b:c/d");
   CHECK(shellQuote("") == "''");
   CHECK(shellQuote("two words") == "'two words'");

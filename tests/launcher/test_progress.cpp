@@ -3,14 +3,14 @@
 #include "../../launcher/src/progress.hpp"
 #include "../../launcher/src/sampler.hpp"
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <fstream>
 
-using ddp::launcher::ProgressMeter;
 using ddp::Phase;
+using ddp::launcher::ProgressMeter;
 
 namespace {
 ddp::StepProgress at(long long step, std::optional<Phase> phase) { return {step, phase}; }
@@ -70,7 +70,8 @@ TEST_CASE("utilisation: CPU ticks and memory of a process group from /proc", "[l
   std::ifstream in(path);
   std::string first;
   REQUIRE(std::getline(in, first));
-  CHECK_THAT(first, Catch::Contains("\"rank\":3") && Catch::Contains("\"cpu_pct\":") && Catch::Contains("\"rss_mib\":"));
+  CHECK_THAT(first,
+             Catch::Contains("\"rank\":3") && Catch::Contains("\"cpu_pct\":") && Catch::Contains("\"rss_mib\":"));
   CHECK(first.find("gpu_util_pct") == std::string::npos);  // no GPU asked for
   ::unlink(path.c_str());
   CHECK_THROWS_WITH(ddp::launcher::UtilSampler("/proc/nope/x.jsonl", 0, std::nullopt, std::chrono::milliseconds(1)),

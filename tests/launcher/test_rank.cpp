@@ -83,22 +83,22 @@ TEST_CASE("output modes", "[launcher][rank]") {
 TEST_CASE("the culprit: the earliest to fail on its own", "[launcher][rank]") {
   const auto record = ddp::test::endedAt;
   std::vector<RankExitRecord> records{record(0, std::nullopt, SIGTERM, 900, true),  // stopped: collateral
-                                  record(1, 0, std::nullopt, 100, false),
-                                  record(2, 7, std::nullopt, 500, false),      // the first failure
-                                  record(3, 1, std::nullopt, 600, false)};     // failed later on its own
+                                      record(1, 0, std::nullopt, 100, false),
+                                      record(2, 7, std::nullopt, 500, false),   // the first failure
+                                      record(3, 1, std::nullopt, 600, false)};  // failed later on its own
   CHECK(findCulprit(records) == 2);
   records[3].endUnixUs = 500;  // a tie goes to the lower rank
   records[2].rank = 4;
   CHECK(findCulprit(records) == 3);
   CHECK_FALSE(findCulprit({record(0, 0, std::nullopt, 1, false), record(1, std::nullopt, SIGTERM, 2, true)}));
-
 }
 
 TEST_CASE("nothing that looks like a secret is kept", "[launcher][rank]") {
   for (const char* name : {"HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "db_password", "GITHUB_AUTH", "MY_PRIVATE_THING",
                            "DDPRUN_CONTROL_TOKEN", "OPENAI_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"})
     CHECK(looksSecret(name));
-  for (const char* name : {"PATH", "HOME", "NCCL_DEBUG", "MASTER_PORT", "CUDA_VISIBLE_DEVICES"}) CHECK_FALSE(looksSecret(name));
+  for (const char* name : {"PATH", "HOME", "NCCL_DEBUG", "MASTER_PORT", "CUDA_VISIBLE_DEVICES"})
+    CHECK_FALSE(looksSecret(name));
   auto kept = withoutSecrets(Vars{{"PATH", "/bin"}, {"HF_TOKEN", "hf_x"}});
   CHECK(kept.size() == 1);
   CHECK(kept.count("PATH") == 1);

@@ -8,11 +8,11 @@
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/worker.hpp"
 
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <csignal>

@@ -1,13 +1,13 @@
 // Timing analyses and diagnosis on constructed runs with known answers, and the run loader on
 // bad input.
 #include "ddp/common/error.hpp"
-#include "support/run_records.hpp"
 #include "ddp/profiler/analysis.hpp"
 #include "ddp/profiler/report.hpp"
+#include "support/run_records.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -49,8 +49,8 @@ RunData makeRun(int ranks, int steps, int64_t samples, const std::function<RankS
       rec.phasesMs[Phase::kOptimizer] = s.optimizer;
       rec.phasesMs[Phase::kCommWait] = s.commWait + (slowest - (s.data + s.forward + s.backward));
       rec.stepMs = s.data + s.forward + s.backward + s.optimizer + rec.phasesMs[Phase::kCommWait] + 0.1;
-      rec.collectives.push_back({ddp::CollectiveOp::kAllreduce, 0, 1 << 20,
-                                 rec.startUnixUs + 5000, rec.phasesMs[Phase::kCommWait] + 1.0});
+      rec.collectives.push_back(
+          {ddp::CollectiveOp::kAllreduce, 0, 1 << 20, rec.startUnixUs + 5000, rec.phasesMs[Phase::kCommWait] + 1.0});
       run.timings[r].push_back(rec);
     }
   }
@@ -165,12 +165,12 @@ TEST_CASE("failed ranks: the culprit and its signal", "[profiler][analysis]") {
 TEST_CASE("NCCL rules: socket fallback across hosts, SHM between local GPUs, no GDR, errors", "[profiler][analysis]") {
   RunData run = makeRun(2, 4, 8, [](int) { return RankShape{}; });
   NcclFactsBuilder builder;
-  for (const char* line : {"a:1:1 [0] NCCL INFO NET/IB : No device found.",
-                           "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
-                           "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0",
-                           "a:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 2[1] via SHM/direct/direct",
-                           "a:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.",
-                           "a:1:1 [0] misc/socket.cc:50 NCCL WARN Connect to 10.0.0.2<5> failed : Connection refused"})
+  for (const char* line :
+       {"a:1:1 [0] NCCL INFO NET/IB : No device found.", "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+        "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0",
+        "a:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 2[1] via SHM/direct/direct",
+        "a:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1.",
+        "a:1:1 [0] misc/socket.cc:50 NCCL WARN Connect to 10.0.0.2<5> failed : Connection refused"})
     builder.addLine(line);
   run.nccl = builder.finish();
   auto findings = diagnose(run, analyseTimings(run));
@@ -193,7 +193,9 @@ TEST_CASE("scaling: perfect weak and strong scaling, and runs that are not compa
   std::vector<RunData> strong;
   for (int n : {1, 2, 4}) {
     double f = 1.0 / n;
-    strong.push_back(makeRun(n, 10, 64 / n, [f](int) { return RankShape{1 * f, 3 * f, 5 * f, 1 * f - 0.1 * (1 - f) / f * 0, 0}; }));
+    strong.push_back(makeRun(n, 10, 64 / n, [f](int) {
+      return RankShape{1 * f, 3 * f, 5 * f, 1 * f - 0.1 * (1 - f) / f * 0, 0};
+    }));
   }
   auto s = analyseScaling(strong);
   CHECK(s.kind == ScalingKind::kStrong);
@@ -217,7 +219,9 @@ TEST_CASE("the run loader keeps what is sound and names every bad line", "[profi
   fs::create_directories(dir / "timings");
   fs::create_directories(dir / "ranks");
   auto good = [](int rank, int step) { return recordLine(rank, 3, step, 4, 5, 2); };
-  std::ofstream(dir / "timings" / "rank-00000.jsonl") << good(0, 0) << "\n" << good(0, 1) << "\n{\"schema\":1,\"rank\":0\n" << good(0, 2) << "\n";
+  std::ofstream(dir / "timings" / "rank-00000.jsonl") << good(0, 0) << "\n"
+                                                      << good(0, 1) << "\n{\"schema\":1,\"rank\":0\n"
+                                                      << good(0, 2) << "\n";
   std::ofstream(dir / "timings" / "rank-00001.jsonl") << "{\"schema\":2,\"rank\":1}\n{\"schema\":2,\"rank\":1}\n";
   std::ofstream(dir / "timings" / "rank-00002.jsonl") << "";
   std::ofstream(dir / "ranks" / "rank-00000.exit.json") << "{\"rank\":0,\"exit_code\":0}";
@@ -255,9 +259,11 @@ TEST_CASE("a restarted run: what the restart redid, collateral ranks, hosts and 
     steps(dir / "attempts/0/timings" / fmt::format("rank-{:05}.jsonl", rank), rank, 0, 22);
     steps(dir / "timings" / fmt::format("rank-{:05}.jsonl", rank), rank, 20, 39);
   }
-  std::ofstream(dir / "ranks" / "rank-00000.exit.json") << R"({"rank":0,"signal":15,"host":"sim0","stop_requested":true})";
+  std::ofstream(dir / "ranks" / "rank-00000.exit.json")
+      << R"({"rank":0,"signal":15,"host":"sim0","stop_requested":true})";
   std::ofstream(dir / "ranks" / "rank-00001.exit.json") << R"({"rank":1,"exit_code":3,"host":"sim1","culprit":true})";
-  std::ofstream(dir / "ddpbench.json") << R"({"backend":"gloo","nranks":2,"rows":[{"op":"allreduce","bytes":1024,"time_us":50,"algbw_gbps":0.02,"busbw_gbps":0.02}]})";
+  std::ofstream(dir / "ddpbench.json")
+      << R"({"backend":"gloo","nranks":2,"rows":[{"op":"allreduce","bytes":1024,"time_us":50,"algbw_gbps":0.02,"busbw_gbps":0.02}]})";
   auto run = loadRun(dir.string());
   CHECK(run.problems.empty());
   CHECK(run.hosts == std::set<std::string>{"sim0", "sim1"});
@@ -276,8 +282,9 @@ TEST_CASE("a restarted run: what the restart redid, collateral ranks, hosts and 
   }
   CHECK(failed == 1);  // the culprit only; rank 0 was stopped because of it
   CHECK_THAT(stopped, Catch::Contains("1 rank(s) were stopped") && Catch::EndsWith(" 0"));
-  CHECK_THAT(restart, Catch::Contains("attempt 0 failed after step 22; attempt 1 resumed from the checkpoint at step 20: "
-                                      "3 step(s) (48 samples, about 0.30 s of training)"));
+  CHECK_THAT(restart,
+             Catch::Contains("attempt 0 failed after step 22; attempt 1 resumed from the checkpoint at step 20: "
+                             "3 step(s) (48 samples, about 0.30 s of training)"));
   fs::remove_all(dir);
 }
 
@@ -286,7 +293,8 @@ TEST_CASE("utilisation: GPUs idle while their rank waits, and fake-busy GPUs", "
   auto run = makeRun(2, 10, 8, [](int) { return RankShape{1, 3, 5, 1, 5}; });
   for (int i = 0; i < 6; ++i) {
     run.utilisation[0].push_back(ddp::test::sampleAt(1'000'000 + i * 500'000, 80, 100, 20.0, 10.0, 900.0));  // idle GPU
-    run.utilisation[1].push_back(ddp::test::sampleAt(1'000'000 + i * 500'000, 95, 100, 97.0, 60.0, 900.0));  // "busy" GPU
+    run.utilisation[1].push_back(
+        ddp::test::sampleAt(1'000'000 + i * 500'000, 95, 100, 97.0, 60.0, 900.0));  // "busy" GPU
   }
   const auto u = analyseUtilisation(run);
   REQUIRE(u.size() == 2);
@@ -304,5 +312,6 @@ TEST_CASE("utilisation: GPUs idle while their rank waits, and fake-busy GPUs", "
   // CPU-only samples: no GPU finding.
   for (auto& [rank, samples] : run.utilisation)
     for (auto& s : samples) s.gpuUtilPct.reset();
-  for (const auto& f : diagnose(run, analyseTimings(run))) CHECK(findingKindName(f.kind).rfind("gpu_", 0) == std::string::npos);
+  for (const auto& f : diagnose(run, analyseTimings(run)))
+    CHECK(findingKindName(f.kind).rfind("gpu_", 0) == std::string::npos);
 }

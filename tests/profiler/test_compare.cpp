@@ -1,13 +1,13 @@
 // The instance decoder, `ddprof compare` on runs with known timings and prices, trace.json and
 // the HTML renderers, on constructed runs with known answers.
 #include "ddp/common/error.hpp"
-#include "support/run_records.hpp"
 #include "ddp/profiler/compare.hpp"
 #include "ddp/profiler/report.hpp"
 #include "ddp/profiler/trace.hpp"
+#include "support/run_records.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 using namespace ddp::profiler;
 using ddp::Phase;
@@ -46,9 +46,10 @@ RunData makeJob(const std::string& dir, int ranks, int hosts, double stepMs, dou
       rec.phasesMs[Phase::kCommWait] = commWaitMs;
       for (int b = 0; b < 2; ++b) {
         const double start = trueStart + (b + 1) * stepMs * 200 + 20.0 * r;  // ranks start 20 us apart
-        const double end = trueStart + (b + 1) * stepMs * 200 + 500;           // all end together
+        const double end = trueStart + (b + 1) * stepMs * 200 + 500;         // all end together
         rec.collectives.push_back({ddp::CollectiveOp::kAllreduce, b, 1 << 20,
-                                   static_cast<int64_t>(start + skewUs[static_cast<size_t>(host)]), (end - start) / 1e3});
+                                   static_cast<int64_t>(start + skewUs[static_cast<size_t>(host)]),
+                                   (end - start) / 1e3});
       }
       run.timings[r].push_back(rec);
     }
@@ -71,10 +72,10 @@ TEST_CASE("instance names decode, bad ones say why", "[profiler][instances]") {
   CHECK(decodeInstance("gn7-c96g8.24xlarge").gpus == 8);
   CHECK_FALSE(decodeInstance("gn6v").gpus.has_value());
   CHECK(instanceCatalog().size() == 6);
-  CHECK_THROWS_WITH(decodeInstance("ecs.gn8i-c16g1.16xlarge"), Catch::Contains("unknown family 'gn8i'") &&
-                                                                 Catch::Contains("did you mean gn7i?"));
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn8i-c16g1.16xlarge"),
+                    Catch::Contains("unknown family 'gn8i'") && Catch::Contains("did you mean gn7i?"));
   CHECK_THROWS_WITH(decodeInstance("ecs.gn7i_c16g1"), Catch::Contains("is not an instance name") &&
-                                                        Catch::Contains("ecs.<family>-c<vCPUs>g<GPUs>.<size>"));
+                                                          Catch::Contains("ecs.<family>-c<vCPUs>g<GPUs>.<size>"));
   CHECK_THROWS_WITH(decodeInstance("ecs.gn7i-c16g0.4xlarge"), Catch::Contains("is not an instance"));
   CHECK_THROWS_WITH(decodeInstance(""), Catch::Contains("is not an instance name"));
 }
@@ -110,11 +111,12 @@ TEST_CASE("compare: throughput, efficiency and cost from known timings and price
   auto json = compareJson(c);
   CHECK(json["a"]["instance"]["family"] == "gn7");
   CHECK(json["b"]["cost_per_1m_samples"].get<double>() == Approx(3.2552).epsilon(1e-3));
-  CHECK_THAT(renderCompareText(c), Catch::Contains("cost per 1 M samples") && Catch::Contains("4.34") &&
-                                      Catch::Contains("2 (h0, h1)"));
+  CHECK_THAT(renderCompareText(c),
+             Catch::Contains("cost per 1 M samples") && Catch::Contains("4.34") && Catch::Contains("2 (h0, h1)"));
   CHECK_THAT(renderCompareMarkdown(c), Catch::Contains("| cost per 1 M samples | 4.34 | 3.255 |"));
   const auto page = renderCompareHtml(c);
-  CHECK_THAT(page, Catch::Contains("<svg") && Catch::Contains("data-v=\"2560.00\"") && Catch::Contains("data-v=\"3.26\""));
+  CHECK_THAT(page,
+             Catch::Contains("<svg") && Catch::Contains("data-v=\"2560.00\"") && Catch::Contains("data-v=\"3.26\""));
   CHECK(page.find("<script") == std::string::npos);
 }
 
@@ -123,7 +125,7 @@ TEST_CASE("compare: different jobs are refused, missing parts are said", "[profi
   auto b = makeJob("runs/b", 2, 1, 10, 1, 8);
   b.command = {"/usr/bin/train", "--model", "resnet18"};
   CHECK_THROWS_WITH(compareRuns(a, b, {}), Catch::Contains("different jobs") && Catch::Contains("with --model cnn") &&
-                                              Catch::Contains("--model resnet18"));
+                                               Catch::Contains("--model resnet18"));
   b.command = {"/opt/other_prog"};
   CHECK_THROWS_WITH(compareRuns(a, b, {}), Catch::Contains("different jobs") && Catch::Contains("other_prog"));
   RunData empty;
@@ -161,8 +163,8 @@ TEST_CASE("trace.json: one process per rank, phases inside their steps, clocks a
     REQUIRE(e["ph"] == "X");
     REQUIRE(e["dur"].get<double>() >= 0);
     if (e["cat"] == "step")
-      steps[{e["pid"].get<int>(), std::stoll(e["name"].get<std::string>().substr(5))}] = {e["ts"].get<double>(),
-                                                                                            e["ts"].get<double>() + e["dur"].get<double>()};
+      steps[{e["pid"].get<int>(), std::stoll(e["name"].get<std::string>().substr(5))}] = {
+          e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()};
   }
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "X" || e["cat"] == "step") continue;
@@ -206,5 +208,6 @@ TEST_CASE("report.html: self-contained, with the numbers of report.json in its c
   run.nccl = nccl.finish();
   const auto withNccl = renderReportHtml(report);
   CHECK_THAT(withNccl, Catch::Contains("Transports between ranks") && Catch::Contains("<title>0 to 1: P2P</title>") &&
-                           Catch::Contains("<title>1 to 0: SHM</title>") && Catch::Contains("<title>0 to 0: -</title>"));
+                           Catch::Contains("<title>1 to 0: SHM</title>") &&
+                           Catch::Contains("<title>0 to 0: -</title>"));
 }

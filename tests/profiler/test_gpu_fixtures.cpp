@@ -17,7 +17,8 @@ namespace {
 const std::string kDir = std::string(DDP_TEST_DATA_DIR) + "/gpu-h200/";
 
 bool hasFinding(const std::vector<Finding>& findings, const std::string& kind) {
-  return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) { return findingKindName(f.kind) == kind; });
+  return std::any_of(findings.begin(), findings.end(),
+                     [&](const Finding& f) { return findingKindName(f.kind) == kind; });
 }
 
 }  // namespace

@@ -11,7 +11,9 @@ using Strings = std::set<std::string>;
 
 namespace {
 
-NcclFacts fixture(const std::string& name) { return readNcclLogs({std::string(DDP_TEST_DATA_DIR) + "/nccl-logs/" + name}); }
+NcclFacts fixture(const std::string& name) {
+  return readNcclLogs({std::string(DDP_TEST_DATA_DIR) + "/nccl-logs/" + name});
+}
 
 bool hasEdge(const NcclFacts& f, int from, int to, TransportClass t) {
   return f.edges.count({from, to, static_cast<int>(t)}) == 1;

@@ -4,8 +4,8 @@
 #include "ddp/profiler/nccl_facts.hpp"
 #include "ddp/profiler/nccl_line.hpp"
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -24,8 +24,8 @@ NcclFacts factsOf(std::initializer_list<std::string_view> lines) {
 
 TEST_CASE("the prefix is found behind every wrapper seen in real logs", "[profiler][parser]") {
   const std::string_view payload = "node-a:4120:4180 [3] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>";
-  for (std::string_view wrapper : {"", "[1,0]<stdout>:", "(RayTrainWorker pid=615, ip=10.72.7.6) ",
-                                   "\x1b[0m ", "451 ", " 2025-02-18 12:54 ", "[2026-04-28 14:14:49] "}) {
+  for (std::string_view wrapper : {"", "[1,0]<stdout>:", "(RayTrainWorker pid=615, ip=10.72.7.6) ", "\x1b[0m ", "451 ",
+                                   " 2025-02-18 12:54 ", "[2026-04-28 14:14:49] "}) {
     std::string line = std::string(wrapper) + std::string(payload);
     INFO("line: " << line);
     auto parsed = parseNcclLine(line);
@@ -42,14 +42,18 @@ TEST_CASE("the prefix is found behind every wrapper seen in real logs", "[profil
 }
 
 TEST_CASE("WARN, TRACE and legacy lines", "[profiler][parser]") {
-  auto warn = parseNcclLine("node-b:77:90 [1] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.1.1.2<4000> failed : Software caused connection abort");
+  auto warn = parseNcclLine(
+      "node-b:77:90 [1] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 10.1.1.2<4000> failed : Software "
+      "caused connection abort");
   REQUIRE(warn);
   CHECK(warn->level == Level::kWarn);
   CHECK(warn->file == "misc/socket.cc");
   CHECK(warn->fileLine == 483);
   CHECK(classifyFailure(warn->message) == FailureKind::kSocketAbort);
 
-  auto func = parseNcclLine("[2025-03-01 10:00:00] node-b:77:90 [1] proxy.cc:1519 (proxyService) NCCL WARN [Proxy Service 0] Failed to execute operation Connect from rank 0, retcode 2");
+  auto func = parseNcclLine(
+      "[2025-03-01 10:00:00] node-b:77:90 [1] proxy.cc:1519 (proxyService) NCCL WARN [Proxy Service 0] Failed to "
+      "execute operation Connect from rank 0, retcode 2");
   REQUIRE(func);
   CHECK(func->host == "node-b");
   CHECK(func->file == "proxy.cc");
@@ -65,7 +69,8 @@ TEST_CASE("WARN, TRACE and legacy lines", "[profiler][parser]") {
   REQUIRE(legacyInfo);
   CHECK(legacyInfo->level == Level::kInfo);
   CHECK(legacyInfo->message == "NET : Using interface ib0:192.0.2.62<0>");
-  auto legacyWarn = parseNcclLine("host1:1:1 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out");
+  auto legacyWarn =
+      parseNcclLine("host1:1:1 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out");
   REQUIRE(legacyWarn);
   CHECK(legacyWarn->level == Level::kWarn);
   CHECK(legacyWarn->file == "include/socket.h");
@@ -85,7 +90,9 @@ TEST_CASE("WARN, TRACE and legacy lines", "[profiler][parser]") {
 }
 
 TEST_CASE("two interleaved lines: the complete one wins and the line is marked", "[profiler][parser]") {
-  auto line = parseNcclLine("compute062:36771:36771 [2] NCCL INFO Broadcast: opCount 0 sendbcompute062:36781:36781 [7] NCCL INFO Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 25503912 datatype 6 op 0 root 0 comm 0x2 [nranks=8] stream 0x3");
+  auto line = parseNcclLine(
+      "compute062:36771:36771 [2] NCCL INFO Broadcast: opCount 0 sendbcompute062:36781:36781 [7] NCCL INFO Broadcast: "
+      "opCount 1 sendbuff 0x1 recvbuff 0x1 count 25503912 datatype 6 op 0 root 0 comm 0x2 [nranks=8] stream 0x3");
   REQUIRE(line);
   CHECK(line->damaged);
   CHECK(line->pid == 36781);
@@ -130,14 +137,19 @@ TEST_CASE("every edge form from 2.4 to 2.28", "[profiler][parser]") {
       {"Ring 00 : 26[2] -> 24[0] via P2P/IPC", 0, 26, 24, 0, TransportClass::kP2P, -1, -1, false},
       {"Ring 00 : 1 -> 0 [receive] via NET/IB/0", 0, 1, 0, -1, TransportClass::kNetIb, 0, -1, false},
       {"Ring 00 : 3[b0] -> 0[80] via direct shared memory", 0, 3, 0, 0, TransportClass::kShm, -1, -1, false},
-      {"Ring 00 : 1[18100000] -> 0[435e00000] [receive] via NET/IB/0/GDRDMA", 0, 1, 0, -1, TransportClass::kNetIb, 0, -1, true},
-      {"Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0", 0, 1, 0, -1, TransportClass::kNetSocket, 0, -1, false},
+      {"Ring 00 : 1[18100000] -> 0[435e00000] [receive] via NET/IB/0/GDRDMA", 0, 1, 0, -1, TransportClass::kNetIb, 0,
+       -1, true},
+      {"Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0", 0, 1, 0, -1, TransportClass::kNetSocket, 0, -1,
+       false},
       {"Channel 03/1 : 9[3] -> 2[2] [send] via NET/IB/1(12)/GDRDMA", 3, 9, 2, 1, TransportClass::kNetIb, 1, 12, true},
       {"Channel 00/0 : 3[3] -> 4[4] via P2P/CUMEM/read", 0, 3, 4, 0, TransportClass::kP2P, -1, -1, false},
       {"Channel 07 : 2[6] -> 3[7] via SHM/direct/direct", 7, 2, 3, 0, TransportClass::kShm, -1, -1, false},
-      {"Channel 01 : 3[89000] -> 4[8a000] via P2P/direct pointer/read", 1, 3, 4, 0, TransportClass::kP2P, -1, -1, false},
-      {"Channel 02/0 : 0[0] -> 8[0] [send] via NET/IBext_v8/0/GDRDMA(PCI)/Shared", 2, 0, 8, 1, TransportClass::kNetIb, 0, -1, true},
-      {"Channel 00/0 : 1[1] -> 0[0] [receive] via NET/AWS Libfabric/0", 0, 1, 0, -1, TransportClass::kNetOther, 0, -1, false},
+      {"Channel 01 : 3[89000] -> 4[8a000] via P2P/direct pointer/read", 1, 3, 4, 0, TransportClass::kP2P, -1, -1,
+       false},
+      {"Channel 02/0 : 0[0] -> 8[0] [send] via NET/IBext_v8/0/GDRDMA(PCI)/Shared", 2, 0, 8, 1, TransportClass::kNetIb,
+       0, -1, true},
+      {"Channel 00/0 : 1[1] -> 0[0] [receive] via NET/AWS Libfabric/0", 0, 1, 0, -1, TransportClass::kNetOther, 0, -1,
+       false},
       {"Channel 04/0 : 0[0] -> 1[1] via NVLS/unicast", 4, 0, 1, 0, TransportClass::kNvls, -1, -1, false},
   };
   for (const auto& c : cases) {
@@ -167,7 +179,8 @@ TEST_CASE("network selection and its fallbacks", "[profiler][parser]") {
                         "n:1:1 [0] NCCL INFO Using network IB"});
   CHECK(erdma.network == "IB");
   CHECK(erdma.ibDevices.count("erdma_0:1/RoCE") == 1);
-  auto merged = factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using [0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} ; OOB eth0:10.0.0.1<0>"});
+  auto merged =
+      factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using [0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} ; OOB eth0:10.0.0.1<0>"});
   CHECK(merged.ibDevices == std::set<std::string>{"mlx5_2:1/RoCE", "mlx5_3:1/RoCE"});
   auto socket = factsOf({"n:1:1 [0] NCCL INFO NET/IB : No device found.",
                          "n:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.0.1.1<0>"});
@@ -177,7 +190,8 @@ TEST_CASE("network selection and its fallbacks", "[profiler][parser]") {
   auto named = factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:1.2.3.4<0>",
                         "n:1:1 [0] NCCL INFO Using network Socket"});
   CHECK(named.network == "Socket");  // "Using network" is the choice made
-  CHECK(factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using interface ib0 for sideband communication"}).network == std::nullopt);
+  CHECK(factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using interface ib0 for sideband communication"}).network ==
+        std::nullopt);
 }
 
 TEST_CASE("env overrides, init lines, init timings, COLL records, return-code trails", "[profiler][parser]") {
@@ -189,12 +203,17 @@ TEST_CASE("env overrides, init lines, init timings, COLL records, return-code tr
       "n:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC",
       "n:1:1 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1e0 - Init COMPLETE",
       "n:1:1 [1] NCCL INFO comm 0x6 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2e0 commId 0x9 - Init START",
-      "n:1:1 [1] NCCL INFO ncclCommInitRankConfig comm 0x6 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2e0 commId 0x9 - Init COMPLETE",
+      "n:1:1 [1] NCCL INFO ncclCommInitRankConfig comm 0x6 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 2e0 commId 0x9 - "
+      "Init COMPLETE",
       "n:1:1 [0] NCCL INFO comm 0x7 rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0",
-      "n:1:1 [0] NCCL INFO Init timings: rank 2 nranks 16 total 1.08 (kernels 0.51, bootstrap 0.22, allgathers 0.01, topo 0.28, graphs 0.04, connections 0.02, rest 0.01)",
-      "n:1:1 [0] NCCL INFO Init timings - ncclCommInitRankConfig: rank 3 nranks 8 total 55.01 (kernels 52.45, alloc 0.41, bootstrap 0.57, allgathers 0.08, topo 1.10, graphs 0.01, connections 0.39, rest 0.00)",
-      "n:1:1 [0] NCCL INFO AllReduce: opCount 1f sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 root 0 comm 0x5 [nranks=2] stream 0x9",
-      "n:1:1 [0] NCCL INFO Send: opCount d62 sendbuff 0x1 recvbuff (nil) count 2420736 datatype 7 op 0 root 1 comm 0x5 [nranks=2] stream 0x9",
+      "n:1:1 [0] NCCL INFO Init timings: rank 2 nranks 16 total 1.08 (kernels 0.51, bootstrap 0.22, allgathers 0.01, "
+      "topo 0.28, graphs 0.04, connections 0.02, rest 0.01)",
+      "n:1:1 [0] NCCL INFO Init timings - ncclCommInitRankConfig: rank 3 nranks 8 total 55.01 (kernels 52.45, alloc "
+      "0.41, bootstrap 0.57, allgathers 0.08, topo 1.10, graphs 0.01, connections 0.39, rest 0.00)",
+      "n:1:1 [0] NCCL INFO AllReduce: opCount 1f sendbuff 0x1 recvbuff 0x2 count 1024 datatype 7 op 0 root 0 comm 0x5 "
+      "[nranks=2] stream 0x9",
+      "n:1:1 [0] NCCL INFO Send: opCount d62 sendbuff 0x1 recvbuff (nil) count 2420736 datatype 7 op 0 root 1 comm 0x5 "
+      "[nranks=2] stream 0x9",
       "n:1:1 [0] NCCL INFO misc/socket.cc:564 -> 2",
       "n:1:1 [0] NCCL INFO group.cc:65 -> 2 [Async thread]",
       "n:1:1 [0] NCCL INFO cudaDriverVersion 12020",
@@ -215,18 +234,23 @@ TEST_CASE("env overrides, init lines, init timings, COLL records, return-code tr
   CHECK(f.cudaDriverVersion == 12020);
   CHECK(f.gdrdma == true);
   CHECK(f.linesRecognised == f.linesRead);
-  auto send = parseColl("Send: opCount d62 sendbuff 0x1 recvbuff (nil) count 2420736 datatype 7 op 0 root 1 comm 0x5 [nranks=2] stream 0x9");
+  auto send = parseColl(
+      "Send: opCount d62 sendbuff 0x1 recvbuff (nil) count 2420736 datatype 7 op 0 root 1 comm 0x5 [nranks=2] stream "
+      "0x9");
   REQUIRE(send);
   CHECK(send->opCount == 0xd62);
   CHECK(send->root == 1);
 }
 
 TEST_CASE("failure kinds", "[profiler][parser]") {
-  CHECK(classifyFailure("Connect to 10.38.10.112<21724> failed : Connection refused") == FailureKind::kConnectionRefused);
+  CHECK(classifyFailure("Connect to 10.38.10.112<21724> failed : Connection refused") ==
+        FailureKind::kConnectionRefused);
   CHECK(classifyFailure("Call to connect returned Connection timed out, retrying") == FailureKind::kConnectionTimeout);
   CHECK(classifyFailure("socketProgress: Connection closed by remote peer node1<57557>") == FailureKind::kSocketAbort);
-  CHECK(classifyFailure("NET/IB : Got completion with error 4, opcode 1, len 0, vendor err 81") == FailureKind::kIbCompletionError);
-  CHECK(classifyFailure("NCCL error: unhandled system error, NCCL version 2.7.8") == FailureKind::kUnhandledSystemError);
+  CHECK(classifyFailure("NET/IB : Got completion with error 4, opcode 1, len 0, vendor err 81") ==
+        FailureKind::kIbCompletionError);
+  CHECK(classifyFailure("NCCL error: unhandled system error, NCCL version 2.7.8") ==
+        FailureKind::kUnhandledSystemError);
   CHECK(classifyFailure("NCCL error: unhandled cuda error") == FailureKind::kUnhandledCudaError);
   CHECK(classifyFailure("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5)") == FailureKind::kTimeout);
   CHECK(classifyFailure("NET/IB : No device found.") == FailureKind::kNoIbDevice);
@@ -251,8 +275,9 @@ TEST_CASE("edges aggregate into a bounded map and a GDR verdict", "[profiler][pa
   CHECK(j["matrix"]["cells"][0][1] == "P2P");
   CHECK(j["matrix"]["cells"][1][2] == "NET/IB");
   CHECK(j["matrix"]["cells"][2][0].is_null());
-  for (const char* key : {"nccl_version", "cuda_version", "hosts", "nranks", "network", "transports", "gdrdma",
-                          "edge_lines", "env_overrides", "init_complete_lines", "coll_ops", "has_warn", "failure_kinds"})
+  for (const char* key :
+       {"nccl_version", "cuda_version", "hosts", "nranks", "network", "transports", "gdrdma", "edge_lines",
+        "env_overrides", "init_complete_lines", "coll_ops", "has_warn", "failure_kinds"})
     CHECK(j.contains(key));
 }
 

@@ -53,10 +53,12 @@ int main(int argc, char** argv) {
         for (const auto& c : r.collectives) {
           if (c.op != CollectiveOp::kAllreduce) continue;
           ++allreduces;
-          if (c.bytes == 0 || c.startUnixUs < r.startUnixUs) fail(where, "a collective without bytes or before its step");
+          if (c.bytes == 0 || c.startUnixUs < r.startUnixUs)
+            fail(where, "a collective without bytes or before its step");
         }
         if (line == 1) buckets = allreduces;
-        if (allreduces == 0 || allreduces != buckets) fail(where, fmt::format("{} allreduces (step 0 had {})", allreduces, buckets));
+        if (allreduces == 0 || allreduces != buckets)
+          fail(where, fmt::format("{} allreduces (step 0 had {})", allreduces, buckets));
       } catch (const ddp::Error& e) {
         fail(where, e.what());
       }

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     if (!(d <= worst)) worst = d;  // NaN counts as worst
     if (a[i] != b[i]) ++differing;
   }
-  std::printf("param_diff: %zu parameters, %zu differ, max abs diff %.3g (tolerance %g)\n", a.size(),
-              differing, worst, tolerance);
+  std::printf("param_diff: %zu parameters, %zu differ, max abs diff %.3g (tolerance %g)\n", a.size(), differing, worst,
+              tolerance);
   return worst <= tolerance ? 0 : 1;
 }

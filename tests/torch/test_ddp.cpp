@@ -4,12 +4,12 @@
 
 #define CATCH_CONFIG_RUNNER
 #include "ddp/comm/distributed_data_parallel.hpp"
-#include "ddp/common/error.hpp"
 #include "ddp/comm/registry.hpp"
+#include "ddp/common/error.hpp"
 #include "support/backend_session.hpp"
 
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+#include <catch2/catch.hpp>
 
 using namespace ddp;
 using namespace ddp::comm;
@@ -48,7 +48,8 @@ const std::vector<bool> kAll(5, true);
 
 void checkAveraged(Toy& toy, float times = 1) {
   for (size_t i = 0; i < toy.params.size(); ++i) {
-    INFO("parameter p" << i << " grad " << toy.params[i].grad().flatten().slice(0, 0, 3) << " expected " << times * Toy::expectedGrad(i));
+    INFO("parameter p" << i << " grad " << toy.params[i].grad().flatten().slice(0, 0, 3) << " expected "
+                       << times * Toy::expectedGrad(i));
     REQUIRE(toy.params[i].grad().defined());
     CHECK(torch::allclose(toy.params[i].grad(), torch::full_like(toy.params[i], times * Toy::expectedGrad(i)), 0, 0));
   }
@@ -116,9 +117,9 @@ TEST_CASE("a parameter without a gradient is an error naming it", "[ddp]") {
   DistributedDataParallel ddp(toy, *gBackend);
   std::vector<bool> use = kAll;
   use[2] = false;
-  CHECK_THROWS_WITH(ddp.forward([&] { return toy->forward(use); }).backward(),
-                    Catch::Contains("received no gradient") && Catch::Contains("p2") &&
-                        Catch::Contains("findUnusedParameters"));
+  CHECK_THROWS_WITH(
+      ddp.forward([&] { return toy->forward(use); }).backward(),
+      Catch::Contains("received no gradient") && Catch::Contains("p2") && Catch::Contains("findUnusedParameters"));
   // The module stays usable after the error.
   toy->zero_grad();
   ddp.forward([&] { return toy->forward(kAll); }).backward();

@@ -3,17 +3,17 @@
 
 #include "ddp/comm/bench/engine.hpp"
 #include "ddp/comm/bench/report.hpp"
-#include "ddp/common/error.hpp"
-#include "ddp/common/log.hpp"
-#include "ddp/common/files.hpp"
 #include "ddp/comm/mpi_session.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/sizes.hpp"
+#include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
+#include "ddp/common/log.hpp"
 #include "ddp/config.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -51,8 +51,7 @@ struct Plan {
 
 // One named value, or "all" of them; an unknown name fails with the list.
 template <typename T, size_t N>
-std::vector<T> parseChoice(const std::string& text, const T (&all)[N],
-                           std::optional<T> (*parse)(std::string_view),
+std::vector<T> parseChoice(const std::string& text, const T (&all)[N], std::optional<T> (*parse)(std::string_view),
                            std::string_view (*name)(T), std::string_view what) {
   if (text == "all") return std::vector<T>(std::begin(all), std::end(all));
   if (const auto value = parse(text)) return {*value};
@@ -107,8 +106,7 @@ int run(const Options& o) {
   int64_t wrong = 0;
   for (const auto* collective : plan.collectives) {
     if (printer) {
-      std::cout << bench::tableHeader(backend->name(), collective->name, backend->size(), plan.sweep)
-                << std::flush;
+      std::cout << bench::tableHeader(backend->name(), collective->name, backend->size(), plan.sweep) << std::flush;
     }
     std::vector<bench::Result> results;
     auto sweep = plan.sweep;
@@ -142,8 +140,9 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"ddpbench: nccl-tests-style sweep of collectives over a ddprun backend.\n"
-               "Example: mpirun -np 4 ddpbench --backend gloo --op allreduce -b 1K -e 256M -f 4 -c 1"};
+  CLI::App app{
+      "ddpbench: nccl-tests-style sweep of collectives over a ddprun backend.\n"
+      "Example: mpirun -np 4 ddpbench --backend gloo --op allreduce -b 1K -e 256M -f 4 -c 1"};
   app.add_option("--backend", o.backend, "Backend: mpi, gloo, nccl (see --list-backends)")->capture_default_str();
   app.add_option("--op", o.op, "allreduce|allgather|reducescatter|broadcast|alltoall|all")->capture_default_str();
   app.add_option("-b,--minbytes", o.minBytes, "Smallest size, K/M/G suffixes (e.g. 1K)")->capture_default_str();

@@ -12,10 +12,18 @@ double reduceOver(int nranks, ReduceOp op, size_t index, DType dtype) {
     const double v = inputValue(r, index, op);
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAvg: acc += v; break;
-      case ReduceOp::kProd: acc *= v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kAvg:
+        acc += v;
+        break;
+      case ReduceOp::kProd:
+        acc *= v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
     }
   }
   if (op == ReduceOp::kAvg) acc = isFloating(dtype) ? acc / nranks : std::trunc(acc / nranks);
@@ -26,9 +34,7 @@ double one(int) { return 1.0; }
 double ringFactor(int n) { return static_cast<double>(n - 1) / n; }
 double allreduceFactor(int n) { return 2.0 * (n - 1) / n; }
 std::pair<size_t, size_t> noOffset(const Counts&, int) { return {0, 0}; }
-std::pair<size_t, size_t> rankChunk(const Counts& c, int rank) {
-  return {0, static_cast<size_t>(rank) * c.param};
-}
+std::pair<size_t, size_t> rankChunk(const Counts& c, int rank) { return {0, static_cast<size_t>(rank) * c.param}; }
 
 const std::vector<Collective> kCollectives = {
     {"allreduce", true, false, true,
@@ -40,19 +46,14 @@ const std::vector<Collective> kCollectives = {
      [](Backend& b, const void* s, void* r, size_t n, DType d, ReduceOp op, int) {
        return b.allreduce(s, r, n, d, op);
      },
-     noOffset,
-     [](size_t i, int, int n, const Counts&, ReduceOp op, int, DType d) {
-       return reduceOver(n, op, i, d);
-     }},
+     noOffset, [](size_t i, int, int n, const Counts&, ReduceOp op, int, DType d) { return reduceOver(n, op, i, d); }},
     {"allgather", false, false, true,
      [](size_t bytes, size_t ts, int n) {
        const size_t base = bytes / ts / static_cast<size_t>(n);
        return Counts{base, base * n, base};
      },
      ringFactor,
-     [](Backend& b, const void* s, void* r, size_t n, DType d, ReduceOp, int) {
-       return b.allgather(s, r, n, d);
-     },
+     [](Backend& b, const void* s, void* r, size_t n, DType d, ReduceOp, int) { return b.allgather(s, r, n, d); },
      [](const Counts& c, int rank) {
        return std::pair<size_t, size_t>{static_cast<size_t>(rank) * c.param, 0};
      },
@@ -78,27 +79,19 @@ const std::vector<Collective> kCollectives = {
        return Counts{c, c, c};
      },
      one,
-     [](Backend& b, const void*, void* r, size_t n, DType d, ReduceOp, int root) {
-       return b.broadcast(r, n, d, root);
-     },
-     noOffset,
-     [](size_t i, int, int, const Counts&, ReduceOp op, int root, DType) {
-       return inputValue(root, i, op);
-     }},
+     [](Backend& b, const void*, void* r, size_t n, DType d, ReduceOp, int root) { return b.broadcast(r, n, d, root); },
+     noOffset, [](size_t i, int, int, const Counts&, ReduceOp op, int root, DType) { return inputValue(root, i, op); }},
     {"alltoall", false, false, false,
      [](size_t bytes, size_t ts, int n) {
        const size_t base = bytes / ts / static_cast<size_t>(n);
        return Counts{base * n, base * n, base};
      },
      ringFactor,
-     [](Backend& b, const void* s, void* r, size_t n, DType d, ReduceOp, int) {
-       return b.alltoall(s, r, n, d);
-     },
+     [](Backend& b, const void* s, void* r, size_t n, DType d, ReduceOp, int) { return b.alltoall(s, r, n, d); },
      noOffset,
      [](size_t i, int rank, int, const Counts& c, ReduceOp op, int, DType) {
        const size_t from = i / c.param;
-       return inputValue(static_cast<int>(from), static_cast<size_t>(rank) * c.param + i % c.param,
-                         op);
+       return inputValue(static_cast<int>(from), static_cast<size_t>(rank) * c.param + i % c.param, op);
      }},
 };
 
@@ -118,8 +111,6 @@ double inputValue(int rank, size_t index, ReduceOp op) {
   return static_cast<double>(1 + (static_cast<size_t>(rank) * 3 + index) % 7);
 }
 
-size_t reportedBytes(const Counts& counts, size_t typeSize) {
-  return std::max(counts.send, counts.recv) * typeSize;
-}
+size_t reportedBytes(const Counts& counts, size_t typeSize) { return std::max(counts.send, counts.recv) * typeSize; }
 
 }  // namespace ddp::comm::bench

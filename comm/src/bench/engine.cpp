@@ -39,8 +39,10 @@ bool matches(double actual, double expected, DType dtype, ReduceOp op) {
   if (actual == expected) return true;
   if (op != ReduceOp::kAvg || !isFloating(dtype)) return false;
   // Averages of floats are rounded once more than the exact quotient.
-  const double tolerance = dtype == DType::kFloat16 ? 1e-3 : dtype == DType::kBFloat16 ? 8e-3
-                           : dtype == DType::kFloat32 ? 1e-6 : 1e-12;
+  const double tolerance = dtype == DType::kFloat16    ? 1e-3
+                           : dtype == DType::kBFloat16 ? 8e-3
+                           : dtype == DType::kFloat32  ? 1e-6
+                                                       : 1e-12;
   return std::fabs(actual - expected) <= tolerance * std::fabs(expected);
 }
 
@@ -52,8 +54,12 @@ struct Buffers {
 class Sweep {
  public:
   Sweep(Backend& backend, const Collective& collective, const SweepOptions& options)
-      : backend_(backend), c_(collective), o_(options), ts_(dtypeSize(options.dtype)),
-        n_(backend.size()), rank_(backend.rank()) {
+      : backend_(backend),
+        c_(collective),
+        o_(options),
+        ts_(dtypeSize(options.dtype)),
+        n_(backend.size()),
+        rank_(backend.rank()) {
     const auto largest = c_.counts(o_.maxBytes, ts_, n_);
     sendBytes_ = largest.send * ts_;
     recvBytes_ = std::max(largest.send, largest.recv) * ts_;
@@ -89,8 +95,7 @@ class Sweep {
     for (int i = 0; i < o_.iters; ++i) works.push_back(launch(counts, buffers));
     for (auto& w : works) w->wait();
     const double localUs =
-        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-        o_.iters;
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / o_.iters;
     result.timeUs = reduceScalar(backend_, *scratch_, localUs, DType::kFloat64, ReduceOp::kMax);
     result.algbwGBps = result.timeUs > 0 ? static_cast<double>(result.bytes) / result.timeUs / 1e3 : 0;
     result.busbwGBps = result.algbwGBps * c_.busFactor(n_);
@@ -125,8 +130,7 @@ class Sweep {
     std::vector<char> expect(ts_);
     for (size_t i = 0; i < counts.recv; ++i) {
       // The expected value goes through the dtype once, as the backend's result did.
-      storeFromDouble(expect.data(), o_.dtype, 0,
-                      c_.expected(i, rank_, n_, counts, o_.op, o_.root, o_.dtype));
+      storeFromDouble(expect.data(), o_.dtype, 0, c_.expected(i, rank_, n_, counts, o_.op, o_.root, o_.dtype));
       const double expected = loadAsDouble(expect.data(), o_.dtype, 0);
       if (!matches(loadAsDouble(host_.data(), o_.dtype, i), expected, o_.dtype, o_.op)) ++wrong;
     }
@@ -151,8 +155,7 @@ class Sweep {
 
 std::vector<uint64_t> sweepSizes(const SweepOptions& options) {
   std::vector<uint64_t> sizes;
-  for (double size = static_cast<double>(options.minBytes);
-       size <= static_cast<double>(options.maxBytes);) {
+  for (double size = static_cast<double>(options.minBytes); size <= static_cast<double>(options.maxBytes);) {
     const auto bytes = static_cast<uint64_t>(size);
     sizes.push_back(bytes);
     size = std::max(size * options.factor, static_cast<double>(bytes + 1));
@@ -162,8 +165,7 @@ std::vector<uint64_t> sweepSizes(const SweepOptions& options) {
 
 void validate(const SweepOptions& o, int nranks) {
   if (o.minBytes > o.maxBytes) {
-    throw ConfigError(fmt::format("minimum size {} is larger than maximum size {}", o.minBytes,
-                                  o.maxBytes));
+    throw ConfigError(fmt::format("minimum size {} is larger than maximum size {}", o.minBytes, o.maxBytes));
   }
   if (!(o.factor > 1.0)) throw ConfigError(fmt::format("factor {} must be greater than 1", o.factor));
   if (o.iters < 1) throw ConfigError(fmt::format("iterations {} must be at least 1", o.iters));

@@ -18,16 +18,23 @@ namespace {
 
 DType toDType(c10::ScalarType type, const std::string& what) {
   switch (type) {
-    case c10::ScalarType::Float: return DType::kFloat32;
-    case c10::ScalarType::Double: return DType::kFloat64;
-    case c10::ScalarType::Int: return DType::kInt32;
-    case c10::ScalarType::Long: return DType::kInt64;
-    case c10::ScalarType::Half: return DType::kFloat16;
-    case c10::ScalarType::BFloat16: return DType::kBFloat16;
+    case c10::ScalarType::Float:
+      return DType::kFloat32;
+    case c10::ScalarType::Double:
+      return DType::kFloat64;
+    case c10::ScalarType::Int:
+      return DType::kInt32;
+    case c10::ScalarType::Long:
+      return DType::kInt64;
+    case c10::ScalarType::Half:
+      return DType::kFloat16;
+    case c10::ScalarType::BFloat16:
+      return DType::kBFloat16;
     default:
-      throw ConfigError(fmt::format("DistributedDataParallel: {} has dtype {}, which the comm "
-                                    "backends cannot carry",
-                                    what, c10::toString(type)));
+      throw ConfigError(
+          fmt::format("DistributedDataParallel: {} has dtype {}, which the comm "
+                      "backends cannot carry",
+                      what, c10::toString(type)));
   }
 }
 
@@ -101,14 +108,15 @@ struct DistributedDataParallel::HookState {
   DistributedDataParallel* owner = nullptr;
 };
 
-DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module,
-                                                 Backend& backend, DdpOptions options)
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Backend& backend,
+                                                 DdpOptions options)
     : module_(std::move(module)), backend_(backend), options_(options) {
   if (!module_) throw ConfigError("DistributedDataParallel: no module given");
   if (!(options_.bucketCapMb > 0) || !(options_.firstBucketCapMb > 0))
-    throw ConfigError(fmt::format("DistributedDataParallel: bucket caps must be > 0 MiB (got {} "
-                                  "and first {})",
-                                  options_.bucketCapMb, options_.firstBucketCapMb));
+    throw ConfigError(
+        fmt::format("DistributedDataParallel: bucket caps must be > 0 MiB (got {} "
+                    "and first {})",
+                    options_.bucketCapMb, options_.firstBucketCapMb));
   const auto named = module_->named_parameters(/*recurse=*/true).pairs();
   // Gradients become ready roughly in reverse registration order; so are buckets filled.
   for (auto it = named.rbegin(); it != named.rend(); ++it) {
@@ -146,8 +154,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Modu
       // An alias of the bucket, not an autograd view: optimizers detach_() gradients in
       // zero_grad(), which autograd refuses on views (PyTorch's gradient_as_bucket_view trap).
       auto* data = static_cast<char*>(flat.data_ptr()) + offset * flat.element_size();
-      state->views.push_back(torch::from_blob(data, params_[i].sizes(), [keep = flat](void*) {},
-                                              flat.options()));
+      state->views.push_back(torch::from_blob(
+          data, params_[i].sizes(), [keep = flat](void*) {}, flat.options()));
       offset += params_[i].numel();
       bucketOf_[i] = b;
       slotOf_[i] = slot;
@@ -162,8 +170,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<torch::nn::Modu
     // accumulation needs; the parameter holds it weakly, so it is kept alive here.
     auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
     auto hook = std::make_unique<torch::autograd::utils::LambdaPostHook>(
-        [state = hookState_, i](const torch::autograd::variable_list& outputs,
-                                const torch::autograd::variable_list&) {
+        [state = hookState_, i](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
           if (state->owner) state->owner->markReady(i);
           return outputs;
         });
@@ -205,9 +212,7 @@ void DistributedDataParallel::beginForward() {
 }
 
 void DistributedDataParallel::endForward(const torch::Tensor& output) {
-  if (!options_.findUnusedParameters || !requireSync_ || !torch::GradMode::is_enabled() ||
-      !output.defined())
-    return;
+  if (!options_.findUnusedParameters || !requireSync_ || !torch::GradMode::is_enabled() || !output.defined()) return;
   // Every gradient accumulator reachable from the output will run in backward; the others
   // belong to parameters this forward did not use.
   std::unordered_set<const torch::autograd::Node*> seen;
@@ -254,10 +259,11 @@ void DistributedDataParallel::markReady(size_t i) {
     });
   }
   if (ready_[i])
-    throw Error(fmt::format("DistributedDataParallel: the gradient of {} became ready twice in "
-                            "one backward (reentrant backward or a parameter marked unused "
-                            "that was used)",
-                            names_[i]));
+    throw Error(
+        fmt::format("DistributedDataParallel: the gradient of {} became ready twice in "
+                    "one backward (reentrant backward or a parameter marked unused "
+                    "that was used)",
+                    names_[i]));
   ready_[i] = true;
   auto& state = *state_[bucketOf_[i]];
   auto& view = state.views[slotOf_[i]];
@@ -281,8 +287,8 @@ void DistributedDataParallel::launch(size_t b) {
   auto& state = *state_[b];
   state.launchedAt = StepTimer::Clock::now();
   void* data = state.buffer.in();
-  state.work = backend_.allreduce(data, data, static_cast<size_t>(state.buffer.flat().numel()),
-                                  buckets_[b].dtype, ReduceOp::kAvg);
+  state.work = backend_.allreduce(data, data, static_cast<size_t>(state.buffer.flat().numel()), buckets_[b].dtype,
+                                  ReduceOp::kAvg);
 }
 
 void DistributedDataParallel::synchronize() { finalize(); }
@@ -302,10 +308,11 @@ void DistributedDataParallel::finalize() {
     std::string list;
     for (size_t k = 0; k < missing.size() && k < 5; ++k) list += (k ? ", " : "") + missing[k];
     if (missing.size() > 5) list += fmt::format(" and {} more", missing.size() - 5);
-    throw Error(fmt::format("DistributedDataParallel: {} parameter(s) received no gradient in "
-                            "this backward: {}; make every parameter take part in the loss, or "
-                            "set findUnusedParameters (train: --find-unused-parameters)",
-                            missing.size(), list));
+    throw Error(
+        fmt::format("DistributedDataParallel: {} parameter(s) received no gradient in "
+                    "this backward: {}; make every parameter take part in the loss, or "
+                    "set findUnusedParameters (train: --find-unused-parameters)",
+                    missing.size(), list));
   }
   for (size_t i = 0; i < params_.size(); ++i)
     if (!ready_[i]) markUnused(i);
@@ -317,8 +324,8 @@ void DistributedDataParallel::finalize() {
     state.work->wait();
     state.buffer.out();
     if (timer_)
-      timer_->recordCollective(CollectiveOp::kAllreduce, static_cast<int>(b), state.buffer.bytes(),
-                               state.launchedAt, StepTimer::Clock::now() - state.launchedAt);
+      timer_->recordCollective(CollectiveOp::kAllreduce, static_cast<int>(b), state.buffer.bytes(), state.launchedAt,
+                               StepTimer::Clock::now() - state.launchedAt);
   }
   for (size_t i = 0; i < params_.size(); ++i)
     if (unusedMarked_[i]) params_[i].mutable_grad() = state_[bucketOf_[i]]->views[slotOf_[i]];
@@ -341,13 +348,12 @@ void DistributedDataParallel::broadcastTensors(const std::vector<torch::Tensor>&
     auto start = StepTimer::Clock::now();
     void* data = buffer.in();
     backend_
-        .broadcast(data, static_cast<size_t>(buffer.flat().numel()),
-                   toDType(buffer.flat().scalar_type(), "a buffer"), root)
+        .broadcast(data, static_cast<size_t>(buffer.flat().numel()), toDType(buffer.flat().scalar_type(), "a buffer"),
+                   root)
         ->wait();
     buffer.out();
     if (timer_)
-      timer_->recordCollective(CollectiveOp::kBroadcast, -1, buffer.bytes(), start,
-                               StepTimer::Clock::now() - start);
+      timer_->recordCollective(CollectiveOp::kBroadcast, -1, buffer.bytes(), start, StepTimer::Clock::now() - start);
     int64_t offset = 0;
     for (auto& t : group) {
       t.copy_(buffer.flat().narrow(0, offset, t.numel()).view_as(t));
@@ -361,7 +367,8 @@ void DistributedDataParallel::allreduceTensor(torch::Tensor& tensor, ReduceOp op
   if (!tensor.is_contiguous()) throw Error("DistributedDataParallel::allreduceTensor: tensor is not contiguous");
   CommBuffer buffer(backend_, tensor.view({-1}));
   void* data = buffer.in();
-  backend_.allreduce(data, data, static_cast<size_t>(tensor.numel()), toDType(tensor.scalar_type(), "a tensor"), op)->wait();
+  backend_.allreduce(data, data, static_cast<size_t>(tensor.numel()), toDType(tensor.scalar_type(), "a tensor"), op)
+      ->wait();
   buffer.out();
 }
 

@@ -13,12 +13,13 @@ int main(int argc, char** argv) {
     const std::string name = argv[i];
     auto backend = ddp::comm::builtinBackends().create(name, world);
     std::vector<double> send(1000, world.rank), recv(send.size(), -1);
-    backend->allreduce(send.data(), recv.data(), send.size(), ddp::comm::DType::kFloat64, ddp::comm::ReduceOp::kSum)->wait();
+    backend->allreduce(send.data(), recv.data(), send.size(), ddp::comm::DType::kFloat64, ddp::comm::ReduceOp::kSum)
+        ->wait();
     const double expected = world.size * (world.size - 1) / 2.0;
     bool ok = true;
     for (double v : recv) ok = ok && v == expected;
-    std::cout << "consumer rank " << world.rank << " of " << world.size << ": backend " << name << " by name: allreduce "
-              << (ok ? "correct" : "WRONG") << "\n";
+    std::cout << "consumer rank " << world.rank << " of " << world.size << ": backend " << name
+              << " by name: allreduce " << (ok ? "correct" : "WRONG") << "\n";
     failures += !ok;
   }
   return failures == 0 ? 0 : 1;

@@ -1,9 +1,9 @@
 #pragma once
 // The collective-communication interface every backend implements (docs/comm.md).
 
-#include "ddp/common/environment.hpp"
 #include "ddp/comm/types.hpp"
 #include "ddp/comm/world.hpp"
+#include "ddp/common/environment.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -74,20 +74,16 @@ class Backend {
   virtual Memory& memory() = 0;
 
   // recv[i] = op over ranks of send[i], i < count.
-  virtual std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype,
-                                          ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) = 0;
   // buffer on every rank = buffer on `root`.
   virtual std::shared_ptr<Work> broadcast(void* buffer, size_t count, DType dtype, int root) = 0;
   // recv[r * count + i] = send of rank r [i]; in place when send == recv + rank() * count.
-  virtual std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count,
-                                          DType dtype) = 0;
+  virtual std::shared_ptr<Work> allgather(const void* send, void* recv, size_t count, DType dtype) = 0;
   // recv[i] = op over ranks of send[rank() * count + i]; in place when
   // recv == send + rank() * count.
-  virtual std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count,
-                                              DType dtype, ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> reduceScatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) = 0;
   // recv[r * count + i] = send of rank r [rank() * count + i]; send and recv must differ.
-  virtual std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count,
-                                         DType dtype) = 0;
+  virtual std::shared_ptr<Work> alltoall(const void* send, void* recv, size_t count, DType dtype) = 0;
   virtual std::shared_ptr<Work> barrier() = 0;
 };
 

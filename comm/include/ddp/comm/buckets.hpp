@@ -27,7 +27,6 @@ struct Bucket {
 // bucket of each dtype/device at least `firstCapBytes`, so the first allreduce starts early —
 // closing a bucket as soon as it reaches its cap. A parameter is never split. Buckets come out
 // ordered by their first parameter, which is the order every rank launches them in.
-std::vector<Bucket> assignBuckets(const std::vector<BucketParam>& params, size_t firstCapBytes,
-                                  size_t capBytes);
+std::vector<Bucket> assignBuckets(const std::vector<BucketParam>& params, size_t firstCapBytes, size_t capBytes);
 
 }  // namespace ddp::comm

@@ -44,8 +44,7 @@ struct DdpOptions {
 // backend must outlive this object.
 class DistributedDataParallel {
  public:
-  DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Backend& backend,
-                          DdpOptions options = {});
+  DistributedDataParallel(std::shared_ptr<torch::nn::Module> module, Backend& backend, DdpOptions options = {});
   ~DistributedDataParallel();  // waits for collectives still in flight
   DistributedDataParallel(const DistributedDataParallel&) = delete;
   DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
@@ -116,7 +115,7 @@ class DistributedDataParallel {
   std::vector<std::string> names_;
   std::vector<Bucket> buckets_;
   std::vector<std::unique_ptr<BucketState>> state_;
-  std::vector<size_t> bucketOf_, slotOf_;  // per parameter
+  std::vector<size_t> bucketOf_, slotOf_;                             // per parameter
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keeps the hooked grad accumulators alive
   std::vector<uintptr_t> hookKeys_;
   std::shared_ptr<HookState> hookState_;

@@ -12,8 +12,7 @@
 
 namespace ddp::comm {
 
-using BackendFactory =
-    std::function<std::unique_ptr<Backend>(const WorldInfo&, const BackendOptions&)>;
+using BackendFactory = std::function<std::unique_ptr<Backend>(const WorldInfo&, const BackendOptions&)>;
 
 // Not thread-safe for registration; create() may be called from any thread after set-up.
 class BackendRegistry {

@@ -15,8 +15,8 @@ enum class ReduceOp { kSum, kProd, kMin, kMax, kAvg };
 
 inline constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kInt32,
                                        DType::kInt64,   DType::kFloat16, DType::kBFloat16};
-inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
-                                             ReduceOp::kMax, ReduceOp::kAvg};
+inline constexpr ReduceOp kAllReduceOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+                                             ReduceOp::kAvg};
 
 size_t dtypeSize(DType dtype);
 bool isFloating(DType dtype);
@@ -47,8 +47,7 @@ void storeFromDouble(void* data, DType dtype, size_t index, double value);
 void divideInPlace(void* data, DType dtype, size_t count, int divisor);
 
 // out[i] = op(a[i], b[i]) for i < count (kAvg combines as a sum); out may be a or b.
-void combineInto(void* out, const void* a, const void* b, DType dtype, size_t count,
-                 ReduceOp op);
+void combineInto(void* out, const void* a, const void* b, DType dtype, size_t count, ReduceOp op);
 // out[i] = op(out[i], in[i]).
 void reduceInto(void* out, const void* in, DType dtype, size_t count, ReduceOp op);
 

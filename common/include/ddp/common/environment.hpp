@@ -68,8 +68,7 @@ inline constexpr std::string_view kLogLevel = "DDPRUN_LOG_LEVEL";          // dd
 class Environment {
  public:
   Environment() = default;
-  explicit Environment(std::map<std::string, std::string, std::less<>> vars)
-      : vars_(std::move(vars)) {}
+  explicit Environment(std::map<std::string, std::string, std::less<>> vars) : vars_(std::move(vars)) {}
 
   // A snapshot of this process's environment.
   static Environment fromProcess();

@@ -33,7 +33,7 @@ class JsonFields {
   bool boolean(const char* key, bool fallback) const;
   const nlohmann::json& object(const char* key) const;
   const nlohmann::json& array(const char* key) const;
-  std::vector<std::string> strings(const char* key) const;  // an array of strings; empty when absent
+  std::vector<std::string> strings(const char* key) const;              // an array of strings; empty when absent
   std::map<std::string, std::string> stringMap(const char* key) const;  // empty when absent
 
  private:

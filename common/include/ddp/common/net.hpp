@@ -10,10 +10,10 @@
 namespace ddp::net {
 
 struct NetInterface {
-  std::string name;     // e.g. eth0
-  std::string address;  // dotted IPv4
-  uint32_t addr = 0;    // host byte order
-  uint32_t netmask = 0; // host byte order
+  std::string name;      // e.g. eth0
+  std::string address;   // dotted IPv4
+  uint32_t addr = 0;     // host byte order
+  uint32_t netmask = 0;  // host byte order
   bool loopback = false;
 };
 
@@ -26,8 +26,7 @@ NetInterface findInterface(const std::vector<NetInterface>& interfaces, const st
 // The local interface whose subnet holds `address` (dotted IPv4, or a host name resolved to its
 // first IPv4 address), else the one the kernel routes it through; throws ConfigError when
 // `address` does not resolve or no interface reaches it.
-NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces,
-                               const std::string& address);
+NetInterface interfaceReaching(const std::vector<NetInterface>& interfaces, const std::string& address);
 
 // What one rank tells the others about its host: the host identity (hostname + non-loopback
 // addresses; hostnames alone are equal across network namespaces) and its interfaces.

@@ -37,8 +37,8 @@ struct RankExitRecord {
   std::optional<int> exitCode, signal;
   int64_t startUnixUs = 0, endUnixUs = 0;
   long peakRssKb = 0;
-  bool stopRequested = false;         // it ended after being asked to stop (teardown, signal)
-  std::optional<RankStatus> status;   // none until ddprun has judged the run
+  bool stopRequested = false;        // it ended after being asked to stop (teardown, signal)
+  std::optional<RankStatus> status;  // none until ddprun has judged the run
 
   ExitStatus exitStatus() const { return {exitCode, signal, peakRssKb}; }
   bool failed() const { return exitStatus().failed(); }

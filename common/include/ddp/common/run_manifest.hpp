@@ -57,14 +57,14 @@ struct Versions {
 struct RunManifest {
   // What the run is (the first write).
   std::string ddprunVersion;
-  std::vector<std::string> command;      // the program and its arguments
+  std::vector<std::string> command;  // the program and its arguments
   std::vector<std::string> ddprunArgv, mpirunArgv;
   int np = 0;
   std::vector<ManifestHost> hosts;
   std::string launchHost, masterAddr;
   int masterPort = 0;
   std::string runDir;
-  std::optional<std::string> backend;    // the program's --backend, when given
+  std::optional<std::string> backend;  // the program's --backend, when given
   int64_t startUnixUs = 0;
   int attempt = 0, maxRestarts = 0;
   std::vector<EarlierAttempt> earlierAttempts;

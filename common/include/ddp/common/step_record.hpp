@@ -17,8 +17,8 @@ inline constexpr int kTimingsSchemaVersion = 1;
 
 // The phases of a training step, in the order a step runs them.
 enum class Phase { kData, kForward, kBackward, kCommWait, kOptimizer };
-inline constexpr std::array<Phase, 5> kPhases = {Phase::kData, Phase::kForward, Phase::kBackward,
-                                                 Phase::kCommWait, Phase::kOptimizer};
+inline constexpr std::array<Phase, 5> kPhases = {Phase::kData, Phase::kForward, Phase::kBackward, Phase::kCommWait,
+                                                 Phase::kOptimizer};
 // The key in "phases_ms": data, forward, backward, comm_wait, optimizer.
 std::string_view phaseName(Phase phase);
 std::optional<Phase> parsePhase(std::string_view name);

@@ -13,9 +13,9 @@ namespace ddp {
 struct UtilSample {
   int rank = 0;
   int64_t tUnixUs = 0;
-  double cpuPct = 0;   // CPU use of the rank's process group; 100 = one core
-  double rssMib = 0;   // its resident memory
-  int processes = 0;   // processes in the group
+  double cpuPct = 0;            // CPU use of the rank's process group; 100 = one core
+  double rssMib = 0;            // its resident memory
+  int processes = 0;            // processes in the group
   std::optional<unsigned> gpu;  // the NVML index of the rank's GPU, where NVML answered
   std::optional<double> gpuUtilPct, gpuMemUtilPct, gpuMemUsedMib;
 };

@@ -29,9 +29,9 @@ std::string renderChecks(const std::vector<Check>& checks);
 nlohmann::json checksJson(const std::vector<Check>& checks);
 
 struct DoctorOptions {
-  bool json = false;       // --json
-  bool allreduce = true;   // --no-allreduce turns the test allreduces off
-  std::string instance;    // --instance: the instance type this machine should be
+  bool json = false;      // --json
+  bool allreduce = true;  // --no-allreduce turns the test allreduces off
+  std::string instance;   // --instance: the instance type this machine should be
 };
 
 // Runs the checks and writes the table (or JSON) to out; 1 when a check failed, else 0.

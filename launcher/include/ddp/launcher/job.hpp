@@ -16,16 +16,16 @@
 namespace ddp::launcher {
 
 struct JobSettings {
-  double graceSeconds = 5;            // SIGTERM to SIGKILL, for every rank
-  double startTimeoutSeconds = 120;   // every rank must reach ddprun within this
-  double timeoutSeconds = 0;          // --timeout: no step completed anywhere for this long = a hang (0: off)
-  bool profile = false;               // run the profiler on the run directory at the end, show live progress
-  std::vector<std::string> command;   // ddprun's own argv, for run.json
-  std::string mpirun;                 // for the version in run.json
-  int attempt = 0;                    // of --max-restarts: 0 first
+  double graceSeconds = 5;           // SIGTERM to SIGKILL, for every rank
+  double startTimeoutSeconds = 120;  // every rank must reach ddprun within this
+  double timeoutSeconds = 0;         // --timeout: no step completed anywhere for this long = a hang (0: off)
+  bool profile = false;              // run the profiler on the run directory at the end, show live progress
+  std::vector<std::string> command;  // ddprun's own argv, for run.json
+  std::string mpirun;                // for the version in run.json
+  int attempt = 0;                   // of --max-restarts: 0 first
   int maxRestarts = 0;
   std::vector<EarlierAttempt> earlierAttempts;  // for run.json
-  nlohmann::json instance;            // --instance, decoded (docs/compare.md); null when not given
+  nlohmann::json instance;                      // --instance, decoded (docs/compare.md); null when not given
 };
 
 struct JobOutcome {

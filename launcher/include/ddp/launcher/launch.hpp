@@ -16,9 +16,9 @@ namespace ddp::launcher {
 struct LaunchRequest {
   LaunchOptions options;
   JobSettings settings;
-  int masterPort = 0;     // --master-port; 0: a free one, a new one per attempt
-  std::string instance;   // --instance, decoded into settings.instance
-  bool dryRun = false;    // --dry-run: print the plan to `out` and return
+  int masterPort = 0;    // --master-port; 0: a free one, a new one per attempt
+  std::string instance;  // --instance, decoded into settings.instance
+  bool dryRun = false;   // --dry-run: print the plan to `out` and return
 };
 
 // Runs the request; returns ddprun's exit code. The dry-run plan and the profiler's report go
@@ -34,6 +34,7 @@ std::string createRunDirectory(const std::string& dir, bool explicitDir, bool pr
 // Runs attempt 0, then 1, 2, ... while an attempt fails (not interrupted) and restarts are
 // left (settings.maxRestarts). Before each restart the failed attempt's files are kept
 // (RunLayout::keepAttempt) and recorded in settings.earlierAttempts. Returns the last exit code.
-int runWithRestarts(const RunLayout& layout, JobSettings& settings, const std::function<JobOutcome(int attempt)>& attempt);
+int runWithRestarts(const RunLayout& layout, JobSettings& settings,
+                    const std::function<JobOutcome(int attempt)>& attempt);
 
 }  // namespace ddp::launcher

@@ -35,30 +35,30 @@ struct LaunchOptions {
 struct PlanContext {
   Environment environment;
   bool root = false;
-  int localSlots = 1;                // cores of this host
+  int localSlots = 1;  // cores of this host
   std::string localHost = "localhost";
   std::string cwd = "/";
-  std::string timestamp;             // for the default run directory, e.g. 20261129-224501
-  int masterPort = 0;                // a free port chosen for the run
+  std::string timestamp;  // for the default run directory, e.g. 20261129-224501
+  int masterPort = 0;     // a free port chosen for the run
   std::string mpirun = "mpirun";
-  std::string worker;                // the ddprun binary that each rank runs as "worker"
-  std::string hostfileText;          // contents of options.hostfile
-  int controlPort = 0;               // ddprun's control listener; 0: none (--dry-run)
-  int attempt = 0;                   // DDPRUN_ATTEMPT: 0, then 1, 2... under --max-restarts
-  std::string controlToken;          // what workers prove themselves with
+  std::string worker;        // the ddprun binary that each rank runs as "worker"
+  std::string hostfileText;  // contents of options.hostfile
+  int controlPort = 0;       // ddprun's control listener; 0: none (--dry-run)
+  int attempt = 0;           // DDPRUN_ATTEMPT: 0, then 1, 2... under --max-restarts
+  std::string controlToken;  // what workers prove themselves with
 };
 
 struct LaunchPlan {
   int np = 0;
   std::vector<HostSlots> hosts;
-  bool localOnly = false;            // no host was given: everything runs here
-  std::string runDir;                // absolute
+  bool localOnly = false;  // no host was given: everything runs here
+  std::string runDir;      // absolute
   std::string masterAddr;
   int masterPort = 0;
-  std::map<std::string, std::string> rankEnv;     // set for mpirun and exported (-x) to every rank
-  std::map<std::string, std::string> mpirunEnv;   // for mpirun itself (allow-run-as-root)
-  std::vector<std::string> program;               // PROGRAM ARGS...
-  std::vector<std::string> argv;                  // mpirun ... ddprun worker -- PROGRAM ARGS
+  std::map<std::string, std::string> rankEnv;    // set for mpirun and exported (-x) to every rank
+  std::map<std::string, std::string> mpirunEnv;  // for mpirun itself (allow-run-as-root)
+  std::vector<std::string> program;              // PROGRAM ARGS...
+  std::vector<std::string> argv;                 // mpirun ... ddprun worker -- PROGRAM ARGS
   std::vector<std::string> warnings;
 };
 

@@ -18,10 +18,10 @@ namespace ddp::launcher {
 
 struct SpawnOptions {
   std::vector<std::string> argv;
-  std::map<std::string, std::string> setEnv;  // on top of this process's environment
-  std::vector<std::string> unsetEnv;           // removed from it
-  bool newProcessGroup = false;               // the child leads its own process group
-  bool killWithParent = false;                // PR_SET_PDEATHSIG(SIGKILL) in the child
+  std::map<std::string, std::string> setEnv;       // on top of this process's environment
+  std::vector<std::string> unsetEnv;               // removed from it
+  bool newProcessGroup = false;                    // the child leads its own process group
+  bool killWithParent = false;                     // PR_SET_PDEATHSIG(SIGKILL) in the child
   int stdinFd = -1, stdoutFd = -1, stderrFd = -1;  // dup2'd onto 0/1/2 when >= 0
 };
 

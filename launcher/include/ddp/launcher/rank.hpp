@@ -27,8 +27,7 @@ std::optional<RankIdentity> rankIdentityFrom(const Environment& environment);
 // GROUP_RANK, GROUP_WORLD_SIZE, and CUDA_VISIBLE_DEVICES = local rank modulo the GPUs when
 // gpuCount > 0, binding is on and the user did not set it.
 std::map<std::string, std::string> rankEnvironment(const RankIdentity& id, int nodeRank, int nodes,
-                                                   const Environment& environment, int gpuCount,
-                                                   bool gpuBinding);
+                                                   const Environment& environment, int gpuCount, bool gpuBinding);
 
 // Console output of the ranks: every line tagged "[host:rank] " (kTag), only one rank's
 // lines (kRank), or none (kQuiet); the rank logs always get everything.

@@ -28,27 +28,27 @@ struct CompareOptions {
 struct RunSummary {
   std::string dir, label;
   std::optional<Instance> instance;
-  int ranks = 0, instances = 0;          // instances: the hosts the ranks ran on (at least 1)
+  int ranks = 0, instances = 0;  // instances: the hosts the ranks ran on (at least 1)
   std::vector<std::string> hosts;
-  std::vector<std::string> transports;   // NCCL transport classes seen ("P2P", "NET/IB", ...)
-  std::optional<std::string> network;    // NCCL's network (IB, Socket, ...)
-  std::string backend;                   // the program's --backend, when given
-  bool timed = false;                    // step timings were found
+  std::vector<std::string> transports;  // NCCL transport classes seen ("P2P", "NET/IB", ...)
+  std::optional<std::string> network;   // NCCL's network (IB, Socket, ...)
+  std::string backend;                  // the program's --backend, when given
+  bool timed = false;                   // step timings were found
   double stepMs = 0, samplesPerSecond = 0, samplesPerRankPerSecond = 0;
   int64_t samplesPerStep = 0;
   double exposedCommShare = 0;
-  double parallelEfficiency = 0;         // 1 - exposed communication share (docs/compare.md)
-  std::optional<double> busbwGbps;       // ddpbench's allreduce at its largest size, when in the run dir
+  double parallelEfficiency = 0;    // 1 - exposed communication share (docs/compare.md)
+  std::optional<double> busbwGbps;  // ddpbench's allreduce at its largest size, when in the run dir
   int64_t busbwBytes = 0;
   std::vector<Finding> findings;
   std::optional<double> pricePerHour, costPerHour, costPerMillionSamples, epochHours, costPerEpoch;
-  std::vector<std::string> missing;      // what this run lacks for a full comparison
+  std::vector<std::string> missing;  // what this run lacks for a full comparison
 };
 
 struct Comparison {
   RunSummary a, b;
   std::optional<int64_t> datasetSize;
-  std::vector<std::string> verdict;      // the answer, in sentences: faster, cheaper, why
+  std::vector<std::string> verdict;  // the answer, in sentences: faster, cheaper, why
 };
 
 // Throws ConfigError when the runs are not the same job (notTheSameJob) or have nothing to compare.

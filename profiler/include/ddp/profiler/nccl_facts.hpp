@@ -58,9 +58,9 @@ struct NcclFacts {
   std::map<std::tuple<int, int, int>, EdgeSummary> edges;  // (from, to, class)
   std::vector<NcclWarning> warnings;                       // the first kMaxWarnings
   uint64_t warningsDropped = 0;
-  std::vector<InitTiming> initTimings;                     // the first kMaxInitTimings
-  std::map<int64_t, uint64_t> returnCodes;                 // "file:line -> N" trails
-  std::map<int, std::string> rankHosts;                    // from lines that name a rank
+  std::vector<InitTiming> initTimings;      // the first kMaxInitTimings
+  std::map<int64_t, uint64_t> returnCodes;  // "file:line -> N" trails
+  std::map<int, std::string> rankHosts;     // from lines that name a rank
 
   static constexpr size_t kMaxWarnings = 200;
   static constexpr size_t kMaxInitTimings = 4096;
@@ -76,11 +76,11 @@ class NcclFactsBuilder {
 
  private:
   void addMessage(const NcclLine& line);
-  bool addHotLine(std::string_view message);   // an edge or a COLL record: most of a long log
+  bool addHotLine(std::string_view message);  // an edge or a COLL record: most of a long log
   void addWarning(const NcclLine& line, std::optional<FailureKind> failure);
-  bool addSetting(std::string_view message);   // an env override, the version, a return code
-  void addInitFacts(const NcclLine& line);     // ranks, nodes, init timings, Init COMPLETE
-  void addNetwork(std::string_view message);   // the network and devices NCCL uses
+  bool addSetting(std::string_view message);  // an env override, the version, a return code
+  void addInitFacts(const NcclLine& line);    // ranks, nodes, init timings, Init COMPLETE
+  void addNetwork(std::string_view message);  // the network and devices NCCL uses
   void addEdge(const Edge& edge);
   void addColl(const CollRecord& coll);
   std::string lastHost_;

@@ -74,8 +74,15 @@ std::optional<CollRecord> parseCollSummary(std::string_view text);
 
 // Failure kinds of docs/nccl-parser.md, recognised in WARN and INFO messages.
 enum class FailureKind {
-  kConnectionRefused, kConnectionTimeout, kSocketAbort, kIbCompletionError,
-  kUnhandledSystemError, kUnhandledCudaError, kTimeout, kNoIbDevice, kDuplicateGpu
+  kConnectionRefused,
+  kConnectionTimeout,
+  kSocketAbort,
+  kIbCompletionError,
+  kUnhandledSystemError,
+  kUnhandledCudaError,
+  kTimeout,
+  kNoIbDevice,
+  kDuplicateGpu
 };
 std::string_view failureKindName(FailureKind kind);
 std::optional<FailureKind> classifyFailure(std::string_view message);

@@ -38,15 +38,15 @@ struct RunData {
   std::string dir;
   std::map<int, std::vector<StepRecord>> timings;  // rank -> records in step order
   std::vector<RankExitRecord> exits;
-  std::optional<int> worldSize;       // run.json "np", else the records' world_size
-  std::vector<std::string> command;   // run.json "command": program and arguments
-  std::string instance;               // run.json "instance" "name" (ddprun --instance), if given
-  std::optional<NcclFacts> nccl;      // when nccl/*.log exist
-  std::set<std::string> hosts;        // where ranks ran: exit records, else run.json "hosts", else NCCL
-  std::vector<BenchRow> bench;        // ddpbench*.json in the run directory
+  std::optional<int> worldSize;      // run.json "np", else the records' world_size
+  std::vector<std::string> command;  // run.json "command": program and arguments
+  std::string instance;              // run.json "instance" "name" (ddprun --instance), if given
+  std::optional<NcclFacts> nccl;     // when nccl/*.log exist
+  std::set<std::string> hosts;       // where ranks ran: exit records, else run.json "hosts", else NCCL
+  std::vector<BenchRow> bench;       // ddpbench*.json in the run directory
   std::map<int, std::vector<UtilSample>> utilisation;  // rank -> samples in time order
-  std::vector<AttemptSteps> attempts; // when the job was restarted: every attempt, in order
-  std::vector<std::string> problems;  // "file:line: what", in reading order
+  std::vector<AttemptSteps> attempts;                  // when the job was restarted: every attempt, in order
+  std::vector<std::string> problems;                   // "file:line: what", in reading order
 };
 
 // Throws ConfigError when dir is not a directory or holds none of the run files.

@@ -28,15 +28,14 @@ struct Collective {
   Counts (*counts)(size_t bytes, size_t typeSize, int nranks);
   // busbw = algbw * busFactor(n), as nccl-tests' PERFORMANCE.md.
   double (*busFactor)(int nranks);
-  std::shared_ptr<Work> (*run)(Backend& backend, const void* send, void* recv, size_t param,
-                               DType dtype, ReduceOp op, int root);
+  std::shared_ptr<Work> (*run)(Backend& backend, const void* send, void* recv, size_t param, DType dtype, ReduceOp op,
+                               int root);
   // In place, one buffer of max(send, recv) elements holds both: the element offsets of the
   // send and the recv pointer in it (NCCL's layouts).
   std::pair<size_t, size_t> (*inPlaceOffsets)(const Counts& counts, int rank);
   // The exact value of output element `index` on `rank`, given every rank's input element i
   // is inputValue(rank, i, op).
-  double (*expected)(size_t index, int rank, int nranks, const Counts& counts, ReduceOp op,
-                     int root, DType dtype);
+  double (*expected)(size_t index, int rank, int nranks, const Counts& counts, ReduceOp op, int root, DType dtype);
 };
 
 // allreduce, allgather, reducescatter, broadcast, alltoall.

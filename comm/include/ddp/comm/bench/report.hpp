@@ -12,8 +12,7 @@
 namespace ddp::comm::bench {
 
 // The '#' header block: settings line and the two column-title lines.
-std::string tableHeader(std::string_view backend, std::string_view op, int nranks,
-                        const SweepOptions& options);
+std::string tableHeader(std::string_view backend, std::string_view op, int nranks, const SweepOptions& options);
 // One row: out-of-place then in-place columns ("N/A" when there is no in-place run).
 std::string tableRow(const Result& outOfPlace, const std::optional<Result>& inPlace);
 // "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth    : X".

@@ -29,8 +29,7 @@ class ShmAllreduce {
   bool serves(size_t bytes) const { return usable_ && bytes >= kMinBytes; }
   // recv = op over ranks of send (send == recv: in place). `mpiType` and `mpiOp` combine the
   // hosts' shares (for kAvg: the sum; the division happens here).
-  void run(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
-           MPI_Datatype mpiType, MPI_Op mpiOp);
+  void run(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, MPI_Datatype mpiType, MPI_Op mpiOp);
 
   static constexpr size_t kMinBytes = size_t{256} << 10;
   static constexpr size_t kSegmentBytes = size_t{512} << 10;

@@ -18,10 +18,12 @@ root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "build"))
 
 
+def relative(text):
+    return text.replace(os.path.join(build, ""), "").replace(os.path.join(root, ""), "")
+
+
 def short(word):
-    for prefix, name in ((os.path.join(build, ""), ""), (os.path.join(root, ""), ""), ("/usr/bin/", "")):
-        if word.startswith(prefix):
-            word = word[len(prefix):]
+    word = relative(word[len("/usr/bin/"):] if word.startswith("/usr/bin/") else word)
     return re.sub(r"^(launcher|profiler|comm|examples|tests/tools)/", "", word)
 
 
@@ -43,6 +45,7 @@ def main():
         with tempfile.TemporaryDirectory() as cwd:
             run = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
         line = run.stderr.strip().splitlines()[0] if run.stderr.strip() else ""
+        line = relative(line)
         ok = run.returncode == code and re.search(regex, run.stderr)
         bad += not ok
         rows.append(f"| `{t['name']}` | `{cell(' '.join(short(w) for w in command))}` | {run.returncode} | "

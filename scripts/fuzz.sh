@@ -14,6 +14,7 @@ build=${DDP_FUZZ_BUILD:-$root/build-fuzz}
 limit=(-max_total_time=60) what="60 s"
 targets=()
 write_doc=1
+invocation="scripts/fuzz.sh $*"
 while [ $# -gt 0 ]; do
   case $1 in
     --smoke) limit=(-max_total_time=10) what="10 s"; write_doc=0; shift ;;
@@ -68,7 +69,7 @@ if ((write_doc)); then
     echo "libFuzzer targets built with clang $(clang++ -dumpversion), \`-fsanitize=fuzzer,address,undefined\` (UBSan without"
     echo "recovery; LeakSanitizer on), from the seed corpus in \`fuzz/corpus/\` (our own H200 NCCL logs and"
     echo "synthetic multi-host ones, hostfiles, Slurm lists, timings lines, and every input that once"
-    echo "failed). Written by \`scripts/fuzz.sh ${limit[*]#-}\` ($what per target, one after the other, on"
+    echo "failed). Written by \`$invocation\` ($what per target, one after the other, on"
     echo "this machine's $(nproc) cores, $(date -u +%Y-%m-%d)); CTest \`fuzz.smoke\` runs 10 s of each."
     echo "\"clean\": no crash, no sanitizer report, no leak, no timeout, no escaping exception."
     echo

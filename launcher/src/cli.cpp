@@ -50,6 +50,10 @@ void addLaunchOptions(CLI::App& app, Parsed& p) {
                fmt::format("Capture NCCL logs (NCCL_DEBUG=INFO into <run>/{}) and print the profiler's "
                            "report at the end",
                            RunLayout::kNcclName));
+  app.add_option("--sample-ms", o.sampleMs,
+                 "With --profile, sample each rank's CPU, scheduling, host and GPU every MS "
+                 "milliseconds into <run>/util (0: off). Example: --sample-ms 1000")
+      ->capture_default_str();
   app.add_option("--nccl-debug", o.ncclDebug, "NCCL_DEBUG for every rank. Example: --nccl-debug WARN");
   app.add_option("--nccl-subsys", o.ncclSubsys, "NCCL_DEBUG_SUBSYS for every rank. Example: --nccl-subsys INIT,NET");
   app.add_option("-x", o.exports,

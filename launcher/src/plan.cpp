@@ -13,8 +13,6 @@ namespace ddp::launcher {
 namespace {
 
 constexpr const char* kDefaultProfileSubsys = "INIT,ENV,NET,GRAPH,COLL";
-// A profiled run samples each rank's CPU and GPU utilisation this often (util/rank-NNNNN.jsonl).
-constexpr int kProfileSampleMs = 500;
 
 std::string basename(const std::string& path) {
   auto slash = path.find_last_of('/');
@@ -92,6 +90,8 @@ void checkOptions(const LaunchOptions& o) {
     throw ConfigError(fmt::format("--grace {}: must be 0 to 3600 seconds", o.graceSeconds));
   parseOutputMode(o.output, "--output");
   log::parseLevel(o.logLevel, "--log-level");
+  if (o.sampleMs != 0 && (o.sampleMs < 50 || o.sampleMs > 60000))
+    throw ConfigError(fmt::format("--sample-ms {}: 0 (no sampling) or 50 to 60000 milliseconds", o.sampleMs));
 }
 
 // Hosts and slots (-H, else --hostfile, else the Slurm allocation, else this host) and the ranks
@@ -134,7 +134,7 @@ void ncclCapture(const LaunchOptions& o, const PlanContext& ctx, const LaunchPla
     env[ncclDebug] = o.ncclDebug.empty() ? "INFO" : o.ncclDebug;
     if (!userSubsys) env[ncclSubsys] = kDefaultProfileSubsys;
     env[std::string(ddp::env::kNcclDebugFile)] = RunLayout(plan.runDir).ncclDebugFile();
-    env[std::string(ddp::env::kSampleMs)] = std::to_string(kProfileSampleMs);
+    if (o.sampleMs > 0) env[std::string(ddp::env::kSampleMs)] = std::to_string(o.sampleMs);
   } else if (!o.ncclDebug.empty()) {
     env[ncclDebug] = o.ncclDebug;
   }

@@ -83,6 +83,10 @@ GpuSampler::GpuSampler(unsigned device) {
   shutdown_ = symbol<int (*)()>(h, "nvmlShutdown");
   utilisation_ = symbol<int (*)(void*, unsigned*)>(h, "nvmlDeviceGetUtilizationRates");
   memory_ = symbol<int (*)(void*, unsigned long long*)>(h, "nvmlDeviceGetMemoryInfo");
+  clock_ = symbol<int (*)(void*, int, unsigned*)>(h, "nvmlDeviceGetClockInfo");
+  maxClock_ = symbol<int (*)(void*, int, unsigned*)>(h, "nvmlDeviceGetMaxClockInfo");
+  power_ = symbol<int (*)(void*, unsigned*)>(h, "nvmlDeviceGetPowerUsage");
+  throttle_ = symbol<int (*)(void*, unsigned long long*)>(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
   if (!init || !handle || !utilisation_ || init() != 0) return;
   if (handle(device, &device_) != 0) device_ = nullptr;
 }
@@ -100,7 +104,25 @@ std::optional<GpuSample> GpuSampler::sample() const {
   s.memUtilPct = rates[1];
   unsigned long long memory[3] = {};
   if (memory_ && memory_(device_, memory) == 0) s.memUsedMiB = memory[2] >> 20;
+  constexpr int kClockSm = 1;  // NVML_CLOCK_SM
+  unsigned value = 0;
+  if (clock_ && clock_(device_, kClockSm, &value) == 0) s.smClockMhz = value;
+  if (maxClock_ && maxClock_(device_, kClockSm, &value) == 0) s.smClockMaxMhz = value;
+  if (power_ && power_(device_, &value) == 0) s.powerW = value / 1000.0;
+  unsigned long long reasons = 0;
+  if (throttle_ && throttle_(device_, &reasons) == 0) s.throttleReasons = throttleReasonNames(reasons);
   return s;
+}
+
+std::vector<std::string> throttleReasonNames(unsigned long long mask) {
+  // nvmlClocksThrottleReasons (nvml.h); GpuIdle (0x1) is not a limit on a working GPU.
+  static const std::pair<unsigned long long, const char*> kReasons[] = {
+      {0x2, "applications_clocks"}, {0x4, "sw_power_cap"}, {0x8, "hw_slowdown"},     {0x10, "sync_boost"},
+      {0x20, "sw_thermal"},         {0x40, "hw_thermal"},  {0x80, "hw_power_brake"}, {0x100, "display_clocks"}};
+  std::vector<std::string> out;
+  for (const auto& [bit, name] : kReasons)
+    if (mask & bit) out.emplace_back(name);
+  return out;
 }
 
 std::optional<GpuInfo> gpus() {

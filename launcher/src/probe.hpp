@@ -31,7 +31,13 @@ std::optional<GpuInfo> gpus();
 struct GpuSample {
   unsigned gpuUtilPct = 0, memUtilPct = 0;  // NVML's "GPU-Util" (a kernel was running) and memory-controller busy
   unsigned long long memUsedMiB = 0;
+  std::optional<double> smClockMhz, smClockMaxMhz, powerW;
+  std::vector<std::string> throttleReasons;  // the active clock limits, by name (gpu_idle left out)
 };
+// The names of the limits set in an NVML throttle-reason mask: sw_power_cap, hw_slowdown,
+// sw_thermal, hw_thermal, hw_power_brake, applications_clocks, sync_boost, display_clocks.
+std::vector<std::string> throttleReasonNames(unsigned long long mask);
+
 class GpuSampler {
  public:
   explicit GpuSampler(unsigned device);  // NVML's device index
@@ -44,8 +50,12 @@ class GpuSampler {
  private:
   void* device_ = nullptr;
   int (*shutdown_)() = nullptr;
-  int (*utilisation_)(void*, unsigned*) = nullptr;       // nvmlDeviceGetUtilizationRates (2 unsigned)
-  int (*memory_)(void*, unsigned long long*) = nullptr;  // nvmlDeviceGetMemoryInfo (total, free, used)
+  int (*utilisation_)(void*, unsigned*) = nullptr;         // nvmlDeviceGetUtilizationRates (2 unsigned)
+  int (*memory_)(void*, unsigned long long*) = nullptr;    // nvmlDeviceGetMemoryInfo (total, free, used)
+  int (*clock_)(void*, int, unsigned*) = nullptr;          // nvmlDeviceGetClockInfo (MHz)
+  int (*maxClock_)(void*, int, unsigned*) = nullptr;       // nvmlDeviceGetMaxClockInfo (MHz)
+  int (*power_)(void*, unsigned*) = nullptr;               // nvmlDeviceGetPowerUsage (mW)
+  int (*throttle_)(void*, unsigned long long*) = nullptr;  // nvmlDeviceGetCurrentClocksThrottleReasons
 };
 
 // LibTorch: its version (TorchConfigVersion.cmake) and whether libtorch_cuda is beside it.

@@ -1,55 +1,73 @@
 #include "sampler.hpp"
 
 #include "ddp/common/clock.hpp"
+#include "ddp/common/environment.hpp"
 #include "ddp/common/error.hpp"
-#include "ddp/common/util_sample.hpp"
 
 #include <fmt/format.h>
-
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
 namespace ddp::launcher {
+namespace {
 
-GroupUsage groupUsage(int pgid) {
+constexpr double kOtherMinCpuPct = 10;  // an outside process is named from this CPU use on
+constexpr size_t kMaxOthers = 3;
+
+double round1(double x) { return std::round(x * 10) / 10; }
+
+double ticksPerSecond() {
+  static const double tps = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return tps;
+}
+
+// b - a of a counter that may have gone back (a thread ended and took its counts with it).
+double growth(unsigned long long a, unsigned long long b) { return b > a ? static_cast<double>(b - a) : 0.0; }
+
+// The longest any one thread waited on a run queue between two readings (ns): a rank's work is
+// held up when its busiest thread is, while its threads waiting for one another on a core of
+// their own add up to nothing a core would fix. Threads that started since count from zero.
+double longestWait(const procfs::ThreadTotals& before, const procfs::ThreadTotals& now) {
+  double longest = 0;
+  for (const auto& [tid, delay] : now.runDelayNs) {
+    auto was = before.runDelayNs.find(tid);
+    longest = std::max(longest, growth(was == before.runDelayNs.end() ? 0 : was->second, delay));
+  }
+  return longest;
+}
+
+// Threads that used at least a tenth of a CPU between two readings (of `ticks` CPU ticks).
+int busyThreads(const procfs::ThreadTotals& before, const procfs::ThreadTotals& now, double ticks) {
+  int busy = 0;
+  for (const auto& [tid, used] : now.ticks) {
+    auto was = before.ticks.find(tid);
+    busy += growth(was == before.ticks.end() ? 0 : was->second, used) >= 0.1 * ticks;
+  }
+  return busy;
+}
+
+}  // namespace
+
+GroupUsage groupUsage(const std::vector<procfs::ProcStat>& processes, int pgid) {
   GroupUsage usage;
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return usage;
-  while (dirent* e = ::readdir(proc)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(fmt::format("/proc/{}/stat", e->d_name));
-    std::string line;
-    if (!std::getline(in, line)) continue;
-    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
-    // cutime cstime priority nice threads itrealvalue starttime vsize rss; comm may hold spaces.
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0, pgrp = 0, rss = 0;
-    unsigned long long utime = 0, stime = 0, skip = 0;
-    long long cutime = 0, cstime = 0;
-    if (std::sscanf(line.c_str() + close + 1,
-                    " %c %ld %ld %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld %*d %*d %*d %*d %llu %*u %ld",
-                    &state, &ppid, &pgrp, &utime, &stime, &cutime, &cstime, &skip, &rss) != 9)
-      continue;
-    if (pgrp != pgid) continue;
-    usage.ticks += utime + stime + static_cast<unsigned long long>(std::max(0LL, cutime + cstime));
-    usage.rssPages += static_cast<unsigned long long>(std::max(0L, rss));
+  for (const auto& p : processes) {
+    if (p.pgrp != pgid) continue;
+    usage.ticks += p.ticks + p.childTicks;
+    usage.rssPages += static_cast<unsigned long long>(std::max(0L, p.rssPages));
+    usage.stopped = usage.stopped || p.state == 'T' || p.state == 't';
     ++usage.processes;
   }
-  ::closedir(proc);
   return usage;
 }
 
 UtilSampler::UtilSampler(const std::string& path, int rank, std::optional<unsigned> gpu,
-                         std::chrono::milliseconds interval)
+                         std::chrono::milliseconds interval, const std::string& runDir)
     : rank_(rank), gpuIndex_(gpu), interval_(interval) {
+  if (!runDir.empty()) jobMark_ = fmt::format("{}={}", env::kRunDir, runDir);
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) throw ConfigError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
   if (gpu) {
@@ -62,41 +80,99 @@ UtilSampler::~UtilSampler() {
   if (file_) std::fclose(file_);
 }
 
+// The busiest processes outside the job since the last sample (another rank of this run, or its
+// data-loader workers, are the job's: DDPRUN_RUN_DIR in their environment).
+std::vector<OtherProcess> UtilSampler::others(const std::vector<procfs::ProcStat>& processes, int pgid,
+                                              double seconds) {
+  std::vector<OtherProcess> out;
+  std::map<int, bool> seen;
+  for (const auto& p : processes) {
+    if (p.pgrp == pgid || p.pid == ::getpid()) continue;
+    auto before = last_->ticksByPid.find(p.pid);
+    if (before == last_->ticksByPid.end()) continue;
+    const double cpu = 100 * growth(before->second, p.ticks) / ticksPerSecond() / seconds;
+    if (cpu < kOtherMinCpuPct) continue;
+    auto known = isJob_.find(p.pid);
+    const bool job =
+        known != isJob_.end() ? known->second : !jobMark_.empty() && procfs::environmentHas(p.pid, jobMark_);
+    seen[p.pid] = job;
+    if (!job) out.push_back({p.pid, p.comm, round1(cpu), formatCpuList(procfs::affinity(p.pid))});
+  }
+  isJob_ = std::move(seen);  // only processes still busy stay cached
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.cpuPct > b.cpuPct; });
+  if (out.size() > kMaxOthers) out.resize(kMaxOthers);
+  return out;
+}
+
+void UtilSampler::addGpu(UtilSample& s) const {
+  if (!gpu_) return;
+  auto g = gpu_->sample();
+  if (!g) return;
+  s.gpu = *gpuIndex_;
+  s.gpuUtilPct = g->gpuUtilPct;
+  s.gpuMemUtilPct = g->memUtilPct;
+  s.gpuMemUsedMib = static_cast<double>(g->memUsedMiB);
+  s.gpuSmClockMhz = g->smClockMhz;
+  s.gpuSmClockMaxMhz = g->smClockMaxMhz;
+  s.gpuPowerW = g->powerW;
+  s.gpuThrottle = g->throttleReasons;
+}
+
 void UtilSampler::poll(int pgid) {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_) return;
   next_ = now + interval_;
-  const auto usage = groupUsage(pgid);
-  if (usage.processes == 0) return;
-  if (!primed_) {  // the first reading only sets the baseline
-    primed_ = true;
-    lastTicks_ = usage.ticks;
-    last_ = now;
+  const auto processes = procfs::scanProcesses();
+  const auto group = groupUsage(processes, pgid);
+  if (group.processes == 0) return;
+  Reading r;
+  r.at = now;
+  r.groupTicks = group.ticks;
+  for (const auto& p : processes) {
+    if (p.pgrp != pgid) {
+      r.ticksByPid[p.pid] = p.ticks;
+      continue;
+    }
+    procfs::addThreads(p.pid, r.threads);
+  }
+  const auto cgroup = procfs::cgroupCpu(pgid);
+  r.throttledNs = cgroup.throttledNs;
+  r.host = procfs::hostTimes();
+  if (!last_) {  // the first reading only sets the baseline
+    last_ = std::move(r);
     return;
   }
-  static const double ticksPerSecond = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const double seconds = std::chrono::duration<double>(r.at - last_->at).count();
+  if (seconds <= 0) return;
   static const double pageMiB = static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20);
-  const double seconds = std::chrono::duration<double>(now - last_).count();
-  const double cpu = seconds > 0 ? 100.0 * static_cast<double>(usage.ticks - std::min(usage.ticks, lastTicks_)) /
-                                       ticksPerSecond / seconds
-                                 : 0;
-  lastTicks_ = usage.ticks;
-  last_ = now;
-  UtilSample sample;
-  sample.rank = rank_;
-  sample.tUnixUs = unixMicros();
-  sample.cpuPct = std::round(cpu * 10) / 10;
-  sample.rssMib = std::round(static_cast<double>(usage.rssPages) * pageMiB * 10) / 10;
-  sample.processes = usage.processes;
-  if (gpu_) {
-    if (auto s = gpu_->sample()) {
-      sample.gpu = *gpuIndex_;
-      sample.gpuUtilPct = s->gpuUtilPct;
-      sample.gpuMemUtilPct = s->memUtilPct;
-      sample.gpuMemUsedMib = static_cast<double>(s->memUsedMiB);
-    }
+  UtilSample s;
+  s.rank = rank_;
+  s.tUnixUs = unixMicros();
+  s.cpuPct = round1(100 * growth(last_->groupTicks, r.groupTicks) / ticksPerSecond() / seconds);
+  s.rssMib = round1(static_cast<double>(group.rssPages) * pageMiB);
+  s.processes = group.processes;
+  s.stopped = group.stopped;
+  s.runDelayPct = round1(100 * longestWait(last_->threads, r.threads) / 1e9 / seconds);
+  s.busyThreads = busyThreads(last_->threads, r.threads, ticksPerSecond() * seconds);
+  s.preemptedPerS = round1(growth(last_->threads.involuntarySwitches, r.threads.involuntarySwitches) / seconds);
+  if (r.throttledNs && last_->throttledNs)
+    s.throttledPct = round1(100 * growth(*last_->throttledNs, *r.throttledNs) / 1e9 / seconds);
+  s.cpuQuota = cgroup.quotaCores;
+  if (auto cpus = procfs::affinity(pgid); !cpus.empty()) s.cpus = formatCpuList(cpus);
+  s.hostCpus = procfs::onlineCpus();
+  if (const double total = growth(last_->host.total, r.host.total); total > 0) {
+    s.hostBusyPct = round1(100 * (1 - growth(last_->host.idle, r.host.idle) / total));
+    s.stealPct = round1(100 * growth(last_->host.steal, r.host.steal) / total);
   }
-  const auto text = formatUtilSample(sample) + "\n";
+  if (auto load = procfs::loadAverage()) {
+    s.load1 = load->load1;
+    s.runnable = load->runnable;
+  }
+  s.cpuPressurePct = procfs::cpuPressureAvg10();
+  s.others = others(processes, pgid, seconds);
+  addGpu(s);
+  last_ = std::move(r);
+  const auto text = formatUtilSample(s) + "\n";
   std::fwrite(text.data(), 1, text.size(), file_);
   std::fflush(file_);
 }

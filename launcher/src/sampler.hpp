@@ -1,12 +1,18 @@
 #pragma once
-// The utilisation samples of a profiled run (docs/launcher.md): every interval the worker
-// appends one line to <run>/util/rank-NNNNN.jsonl with the CPU use and resident memory of its
-// program's process group and, where NVML is present, its GPU's utilisation and memory.
+// The utilisation samples of a profiled run (docs/launcher.md, "Utilisation"): every interval the
+// worker appends one UtilSample to <run>/util/rank-NNNNN.jsonl: the CPU use, memory and
+// scheduling of its program's process group (run-queue delay, CPU-quota throttling, involuntary
+// switches, affinity, stopped or not), the host's load, steal and CPU pressure, the busiest
+// processes outside the job, and, where NVML is present, its GPU's utilisation, memory, clocks,
+// power and throttle reasons. One pass over /proc per sample (procfs.hpp).
 
+#include "ddp/common/util_sample.hpp"
 #include "probe.hpp"
+#include "procfs.hpp"
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,14 +23,17 @@ namespace ddp::launcher {
 struct GroupUsage {
   unsigned long long ticks = 0, rssPages = 0;
   int processes = 0;
+  bool stopped = false;  // one of them was stopped (state T)
 };
-GroupUsage groupUsage(int pgid);
+GroupUsage groupUsage(const std::vector<procfs::ProcStat>& processes, int pgid);
 
 class UtilSampler {
  public:
-  // gpu: the NVML index of this rank's GPU, if it has one. Throws ConfigError when the file
-  // cannot be created.
-  UtilSampler(const std::string& path, int rank, std::optional<unsigned> gpu, std::chrono::milliseconds interval);
+  // gpu: the NVML index of this rank's GPU, if it has one. runDir: the run's directory, whose
+  // processes (DDPRUN_RUN_DIR in their environment) are the job's, not "others". Throws
+  // ConfigError when the file cannot be created.
+  UtilSampler(const std::string& path, int rank, std::optional<unsigned> gpu, std::chrono::milliseconds interval,
+              const std::string& runDir = "");
   ~UtilSampler();
   UtilSampler(const UtilSampler&) = delete;
   UtilSampler& operator=(const UtilSampler&) = delete;
@@ -32,14 +41,26 @@ class UtilSampler {
   void poll(int pgid);
 
  private:
+  struct Reading {  // the counters a sample is the difference of
+    std::chrono::steady_clock::time_point at;
+    unsigned long long groupTicks = 0;
+    procfs::ThreadTotals threads;
+    std::optional<unsigned long long> throttledNs;
+    procfs::HostTimes host;
+    std::map<int, unsigned long long> ticksByPid;
+  };
+  std::vector<OtherProcess> others(const std::vector<procfs::ProcStat>& processes, int pgid, double seconds);
+  void addGpu(UtilSample& sample) const;
+
   std::FILE* file_ = nullptr;
   int rank_;
   std::optional<unsigned> gpuIndex_;
   std::unique_ptr<probe::GpuSampler> gpu_;
   std::chrono::milliseconds interval_;
-  std::chrono::steady_clock::time_point next_{}, last_{};
-  unsigned long long lastTicks_ = 0;
-  bool primed_ = false;
+  std::string jobMark_;        // "DDPRUN_RUN_DIR=<run dir>"
+  std::map<int, bool> isJob_;  // pid -> a process of this run
+  std::chrono::steady_clock::time_point next_{};
+  std::optional<Reading> last_;
 };
 
 }  // namespace ddp::launcher

@@ -273,7 +273,7 @@ std::unique_ptr<UtilSampler> makeSampler(const WorkerConfig& c, const std::map<s
   try {
     makeDirectories(c.layout->utilDir(), "utilisation directory");
     return std::make_unique<UtilSampler>(c.layout->utilisation(c.id.rank), c.id.rank, gpu,
-                                         std::chrono::milliseconds(*c.sampleMs));
+                                         std::chrono::milliseconds(*c.sampleMs), c.layout->root());
   } catch (const std::exception& e) {
     relay.note(std::string("utilisation sampling off: ") + e.what());
     return nullptr;

@@ -1,8 +1,9 @@
+// The timing analysis of a run (docs/profiler.md, "Timing analysis"): the steps every rank
+// recorded, the step time and phases, the comm_wait split into the transfer itself and waiting
+// for a later peer, the gradient allreduces' bandwidth, stalls, the straggler.
 #include "ddp/profiler/analysis.hpp"
 
-#include "ddp/common/error.hpp"
-
-#include <fmt/format.h>
+#include "stats.hpp"
 
 #include <algorithm>
 #include <map>
@@ -11,17 +12,11 @@
 namespace ddp::profiler {
 namespace {
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  double pos = q * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(pos);
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-double median(const std::vector<double>& v) { return quantile(v, 0.5); }
+using detail::median;
+using detail::quantile;
 
 double compute(const StepRecord& r) { return std::max(0.0, r.stepMs - r.phasesMs[Phase::kCommWait]); }
+
 // The time during which at least one of the step's collectives was in flight (queued ones
 // overlap, so their durations do not add up).
 double collectivesMs(const StepRecord& r) {
@@ -42,15 +37,16 @@ double collectivesMs(const StepRecord& r) {
 
 using StepsByIndex = std::map<int64_t, std::map<int, const StepRecord*>>;
 
-// Sums over the analysed steps, per rank and for the whole run.
+// Per rank and per step, over the analysed steps.
 struct StepSums {
-  std::map<int, std::vector<double>> stepMs, computeMs;
-  std::map<int, PhaseArray<double>> phaseMs;
+  std::map<int, std::vector<double>> stepMs, computeMs, commWaitMs, peerWaitMs;
+  std::map<int, PhaseArray<std::vector<double>>> phaseMs;
   std::map<int, double> commMs;
   std::map<int, size_t> slowest;  // rank -> steps in which it computed longest
-  std::vector<double> wallMs, stepImbalance;
+  std::vector<double> wallMs, stepImbalance, busbwGbps;
+  std::vector<int> slowestRank;  // per step
   PhaseArray<double> shareSum;
-  double exposedSum = 0, commTotal = 0, waitTotal = 0;
+  double exposedSum = 0, commTotal = 0, waitTotal = 0, transferShareSum = 0, peerShareSum = 0;
 };
 
 // The steps every rank recorded (the first skipped as warm-up when there are more than 3), and
@@ -75,18 +71,40 @@ std::vector<int64_t> commonSteps(const RunData& run, TimingAnalysis& a, StepsByI
   return common;
 }
 
+// The step's gradient allreduces as the network saw them: each bucket's transfer is its shortest
+// duration over the ranks (the last rank to launch it waited for nobody), and the bus bandwidth
+// follows as in nccl-tests (bytes x 2(n-1)/n per second).
+std::optional<double> allreduceBusbw(const std::map<int, const StepRecord*>& ranks, uint64_t& bytesPerStep) {
+  std::map<int, std::pair<uint64_t, double>> buckets;  // bucket -> bytes, shortest duration
+  for (const auto& [rank, r] : ranks)
+    for (const auto& c : r->collectives) {
+      if (c.op != CollectiveOp::kAllreduce || c.bucket < 0) continue;
+      auto [it, fresh] = buckets.try_emplace(c.bucket, c.bytes, c.durationMs);
+      if (!fresh) it->second.second = std::min(it->second.second, c.durationMs);
+    }
+  uint64_t bytes = 0;
+  double ms = 0;
+  for (const auto& [bucket, bm] : buckets) bytes += bm.first, ms += bm.second;
+  bytesPerStep = bytes;
+  const double n = static_cast<double>(ranks.size());
+  if (ranks.size() < 2 || bytes == 0 || ms <= 0) return std::nullopt;
+  return static_cast<double>(bytes) * 2 * (n - 1) / n / (ms / 1e3) / 1e9;
+}
+
 void addStep(const std::map<int, const StepRecord*>& ranks, StepSums& sums, TimingAnalysis& a) {
-  double wall = 0, maxCompute = -1, sumCompute = 0;
+  double wall = 0, maxCompute = -1, sumCompute = 0, minWait = 1e300;
   int slowestRank = -1;
   int64_t samples = 0;
   for (const auto& [rank, r] : ranks) {
     wall = std::max(wall, r->stepMs);
+    minWait = std::min(minWait, r->phasesMs[Phase::kCommWait]);
     const double c = compute(*r);
     sumCompute += c;
     if (c > maxCompute) maxCompute = c, slowestRank = rank;
     sums.stepMs[rank].push_back(r->stepMs);
     sums.computeMs[rank].push_back(c);
-    for (Phase p : kPhases) sums.phaseMs[rank][p] += r->phasesMs[p];
+    sums.commWaitMs[rank].push_back(r->phasesMs[Phase::kCommWait]);
+    for (Phase p : kPhases) sums.phaseMs[rank][p].push_back(r->phasesMs[p]);
     const double comm = collectivesMs(*r);
     sums.commMs[rank] += comm;
     samples += r->samples;
@@ -97,7 +115,15 @@ void addStep(const std::map<int, const StepRecord*>& ranks, StepSums& sums, Timi
     sums.commTotal += comm;
     sums.waitTotal += r->phasesMs[Phase::kCommWait];
   }
+  for (const auto& [rank, r] : ranks) {
+    const double peer = r->phasesMs[Phase::kCommWait] - minWait;
+    sums.peerWaitMs[rank].push_back(peer);
+    if (wall > 0) sums.peerShareSum += peer / wall;
+  }
+  if (wall > 0) sums.transferShareSum += minWait / wall;
+  if (auto busbw = allreduceBusbw(ranks, a.allreduceBytesPerStep)) sums.busbwGbps.push_back(*busbw);
   sums.wallMs.push_back(wall);
+  sums.slowestRank.push_back(slowestRank);
   a.globalSamplesPerStep = samples;
   const double meanCompute = sumCompute / static_cast<double>(ranks.size());
   sums.stepImbalance.push_back(meanCompute > 0 ? maxCompute / meanCompute : 1);
@@ -111,10 +137,14 @@ void summariseRun(const StepSums& sums, size_t steps, size_t ranks, TimingAnalys
   a.samplesPerSecond = a.stepMsMedian > 0 ? static_cast<double>(a.globalSamplesPerStep) * 1000.0 / a.stepMsMedian : 0;
   for (Phase p : kPhases) a.phaseShare[p] = sums.shareSum[p] / records;
   a.exposedCommShare = sums.exposedSum / records;
+  a.transferShare = sums.transferShareSum / static_cast<double>(steps);
+  a.peerWaitShare = sums.peerShareSum / records;
+  if (!sums.busbwGbps.empty()) a.allreduceBusbwGbps = median(sums.busbwGbps);
   a.commMsMean = sums.commTotal / records;
   if (sums.commTotal > 0) a.overlapFraction = std::clamp(1.0 - sums.waitTotal / sums.commTotal, 0.0, 1.0);
   a.imbalanceStepMedian = median(sums.stepImbalance);
   a.imbalanceStepMax = *std::max_element(sums.stepImbalance.begin(), sums.stepImbalance.end());
+  a.runMs = std::accumulate(sums.wallMs.begin(), sums.wallMs.end(), 0.0);
 }
 
 void summariseRanks(const RunData& run, StepSums& sums, size_t steps, TimingAnalysis& a) {
@@ -127,7 +157,12 @@ void summariseRanks(const RunData& run, StepSums& sums, size_t steps, TimingAnal
     t.stepMsMedian = median(sums.stepMs[rank]);
     t.stepMsP95 = quantile(sums.stepMs[rank], 0.95);
     t.computeMsMedian = median(sums.computeMs[rank]);
-    for (Phase p : kPhases) t.phaseMsMean[p] = sums.phaseMs[rank][p] / n;
+    for (Phase p : kPhases) {
+      const auto& values = sums.phaseMs[rank][p];
+      t.phaseMsMean[p] = std::accumulate(values.begin(), values.end(), 0.0) / n;
+      t.phaseMsMedian[p] = median(values);
+    }
+    t.peerWaitMsMedian = median(sums.peerWaitMs[rank]);
     t.commMsMean = sums.commMs[rank] / n;
     t.samplesPerStep = records.back().samples;
     t.slowestShare = static_cast<double>(sums.slowest[rank]) / n;
@@ -137,6 +172,40 @@ void summariseRanks(const RunData& run, StepSums& sums, size_t steps, TimingAnal
   const double meanCompute =
       std::accumulate(rankCompute.begin(), rankCompute.end(), 0.0) / static_cast<double>(rankCompute.size());
   if (meanCompute > 0) a.imbalanceRun = *std::max_element(rankCompute.begin(), rankCompute.end()) / meanCompute;
+}
+
+// Whether a sample of `rank` saw its process stopped between from and to (µs).
+bool seenStopped(const RunData& run, int rank, int64_t from, int64_t to) {
+  auto it = run.utilisation.find(rank);
+  if (it == run.utilisation.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(),
+                     [&](const UtilSample& s) { return s.stopped && s.tUnixUs >= from && s.tUnixUs <= to; });
+}
+
+// Steps far above the median, each with the rank the others waited for and the phase that grew.
+void findStalls(const RunData& run, const std::vector<int64_t>& common, StepsByIndex& bySteps, StepSums& sums,
+                TimingAnalysis& a) {
+  const double limit = std::max(kStallFactor * a.stepMsMedian, a.stepMsMedian + kStallMinMs);
+  std::map<int, RankTiming*> byRank;
+  for (auto& t : a.ranks) byRank[t.rank] = &t;
+  for (size_t i = 0; i < common.size(); ++i) {
+    if (sums.wallMs[i] <= limit) continue;
+    Stall s;
+    s.step = common[i];
+    s.stepMs = sums.wallMs[i];
+    s.rank = sums.slowestRank[i];
+    const StepRecord* r = bySteps[s.step][s.rank];
+    s.startUnixUs = r->startUnixUs;
+    double grew = -1e300;
+    for (Phase p : kPhases) {
+      const double excess = r->phasesMs[p] - byRank[s.rank]->phaseMsMedian[p];
+      if (p != Phase::kCommWait && excess > grew) grew = excess, s.phase = p;
+    }
+    s.stopped = seenStopped(run, s.rank, s.startUnixUs, s.startUnixUs + static_cast<int64_t>(s.stepMs * 1e3));
+    ++byRank[s.rank]->stalls;
+    a.stallExcessMs += s.stepMs - a.stepMsMedian;
+    a.stalls.push_back(s);
+  }
 }
 
 // Step time per rank for the plots: at most kMaxMatrixSteps steps, evenly spaced.
@@ -155,26 +224,40 @@ constexpr double kStragglerSlowestShare = 0.6;  // of the steps
 constexpr double kStragglerExtraShare = 0.3;    // of the others' median compute
 constexpr double kStragglerExtraMinMs = 1.0;
 
-std::optional<Straggler> findStraggler(const TimingAnalysis& a) {
+std::optional<Straggler> findStraggler(const TimingAnalysis& a, StepSums& sums) {
   if (a.ranks.size() < 2) return std::nullopt;
   const auto top = std::max_element(a.ranks.begin(), a.ranks.end(),
                                     [](const auto& x, const auto& y) { return x.slowestShare < y.slowestShare; });
-  std::vector<double> othersCompute, othersWait;
-  for (const auto& t : a.ranks) {
-    if (t.rank == top->rank) continue;
-    othersCompute.push_back(t.computeMsMedian);
-    othersWait.push_back(t.phaseMsMean[Phase::kCommWait]);
-  }
+  std::vector<double> othersCompute;
+  for (const auto& t : a.ranks)
+    if (t.rank != top->rank) othersCompute.push_back(t.computeMsMedian);
   const double extra = top->computeMsMedian - median(othersCompute);
   if (top->slowestShare < kStragglerSlowestShare || extra <= kStragglerExtraShare * median(othersCompute) ||
       extra <= kStragglerExtraMinMs)
     return std::nullopt;
+  // Per step, how much longer the others waited than it did (the median of the others).
+  const auto& own = sums.commWaitMs[top->rank];
+  std::vector<double> extraWait;
+  for (size_t i = 0; i < own.size(); ++i) {
+    std::vector<double> others;
+    for (const auto& t : a.ranks)
+      if (t.rank != top->rank) others.push_back(sums.commWaitMs[t.rank][i]);
+    extraWait.push_back(median(others) - own[i]);
+  }
   Straggler s;
   s.rank = top->rank;
   s.slowestShare = top->slowestShare;
   s.extraComputeMs = extra;
-  s.othersWaitMs = std::max(0.0, median(othersWait) - top->phaseMsMean[Phase::kCommWait]);
+  s.othersWaitMs = std::max(0.0, median(extraWait));
   return s;
+}
+
+// From the first analysed step's earliest start to the last one's latest end, over the ranks.
+TimeWindow windowOf(const std::map<int, const StepRecord*>& first, const std::map<int, const StepRecord*>& last) {
+  TimeWindow w{INT64_MAX, INT64_MIN};
+  for (const auto& [rank, r] : first) w.fromUs = std::min(w.fromUs, r->startUnixUs);
+  for (const auto& [rank, r] : last) w.toUs = std::max(w.toUs, r->startUnixUs + static_cast<int64_t>(r->stepMs * 1e3));
+  return w;
 }
 
 }  // namespace
@@ -187,105 +270,15 @@ TimingAnalysis analyseTimings(const RunData& run) {
   const auto common = commonSteps(run, a, bySteps);
   a.stepsAnalysed = common.size();
   if (common.empty()) return a;
+  a.utilisation = analyseUtilisation(run, windowOf(bySteps[common.front()], bySteps[common.back()]));
   StepSums sums;
   for (int64_t step : common) addStep(bySteps[step], sums, a);
   summariseRun(sums, common.size(), run.timings.size(), a);
   summariseRanks(run, sums, common.size(), a);
+  findStalls(run, common, bySteps, sums, a);
   fillMatrix(common, bySteps, a);
-  a.straggler = findStraggler(a);
+  a.straggler = findStraggler(a, sums);
   return a;
-}
-
-std::vector<RankUtilisation> analyseUtilisation(const RunData& run) {
-  std::vector<RankUtilisation> out;
-  for (const auto& [rank, samples] : run.utilisation) {
-    RankUtilisation u;
-    u.rank = rank;
-    u.samples = samples.size();
-    double gpuSum = 0;
-    size_t gpuSamples = 0;
-    for (const auto& s : samples) {
-      u.cpuPctMean += s.cpuPct / static_cast<double>(samples.size());
-      u.cpuPctMax = std::max(u.cpuPctMax, s.cpuPct);
-      u.rssMibMax = std::max(u.rssMibMax, s.rssMib);
-      if (s.gpuUtilPct) {
-        gpuSum += *s.gpuUtilPct;
-        ++gpuSamples;
-      }
-      if (s.gpuMemUsedMib) u.gpuMemUsedMibMax = std::max(u.gpuMemUsedMibMax.value_or(0.0), *s.gpuMemUsedMib);
-    }
-    if (gpuSamples > 0) u.gpuUtilPctMean = gpuSum / static_cast<double>(gpuSamples);
-    out.push_back(u);
-  }
-  return out;
-}
-
-std::string_view scalingKindName(ScalingKind kind) { return kind == ScalingKind::kWeak ? "weak" : "strong"; }
-
-std::optional<std::string> notTheSameJob(const RunData& a, const RunData& b) {
-  if (!a.command.empty() && !b.command.empty()) {
-    auto base = [](const std::string& path) { return path.substr(path.rfind('/') + 1); };
-    if (base(a.command.front()) != base(b.command.front()))
-      return fmt::format("{} runs {}, {} runs {}", a.dir, a.command.front(), b.dir, b.command.front());
-  }
-  for (const char* option : {"--model", "--data"}) {
-    auto x = commandOption(a.command, option), y = commandOption(b.command, option);
-    if (x && y && *x != *y)
-      return fmt::format("{} runs with {} {}, {} with {} {}", a.dir, option, *x, b.dir, option, *y);
-  }
-  return std::nullopt;
-}
-
-Scaling analyseScaling(const std::vector<RunData>& runs) {
-  struct Point {
-    const RunData* run;
-    TimingAnalysis timing;
-    int64_t perRank;
-  };
-  if (runs.size() < 2) throw ConfigError("scaling needs at least two runs of the same job at different world sizes");
-  std::vector<Point> points;
-  for (const auto& run : runs) {
-    auto timing = analyseTimings(run);
-    if (timing.stepsAnalysed == 0) throw ConfigError(fmt::format("{}: no step timings to compare", run.dir));
-    int ranks = static_cast<int>(timing.ranks.size());
-    points.push_back({&run, timing, timing.globalSamplesPerStep / std::max(1, ranks)});
-  }
-  std::sort(points.begin(), points.end(),
-            [](const Point& x, const Point& y) { return x.timing.ranks.size() < y.timing.ranks.size(); });
-  const auto& base = points.front();
-  for (const auto& p : points)
-    if (auto why = notTheSameJob(*base.run, *p.run)) throw ConfigError("runs are not comparable: " + *why);
-  Scaling s;
-  bool weak = true, strong = true;
-  for (const auto& p : points) {
-    weak = weak && p.perRank == base.perRank;
-    strong = strong && p.timing.globalSamplesPerStep == base.timing.globalSamplesPerStep;
-  }
-  if (!weak && !strong) {
-    std::string sizes;
-    for (const auto& p : points)
-      sizes += fmt::format("{}{}: {} per rank, {} global", sizes.empty() ? "" : "; ", p.run->dir, p.perRank,
-                           p.timing.globalSamplesPerStep);
-    throw ConfigError(
-        fmt::format("runs are not comparable: neither the per-rank batch (weak scaling) nor the global "
-                    "batch (strong scaling) is the same ({})",
-                    sizes));
-  }
-  s.kind = weak ? ScalingKind::kWeak : ScalingKind::kStrong;
-  const double baseRanks = static_cast<double>(base.timing.ranks.size());
-  for (const auto& p : points) {
-    ScalingPoint q;
-    q.dir = p.run->dir;
-    q.worldSize = static_cast<int>(p.timing.ranks.size());
-    q.stepMs = p.timing.stepMsMedian;
-    q.samplesPerSecond = p.timing.samplesPerSecond;
-    const double factor = q.worldSize / baseRanks;
-    q.idealSamplesPerSecond = base.timing.samplesPerSecond * factor;
-    q.idealStepMs = weak ? base.timing.stepMsMedian : base.timing.stepMsMedian / factor;
-    q.efficiency = q.idealSamplesPerSecond > 0 ? q.samplesPerSecond / q.idealSamplesPerSecond : 0;
-    s.points.push_back(q);
-  }
-  return s;
 }
 
 }  // namespace ddp::profiler

@@ -3,135 +3,191 @@
 #include "ddp/common/files.hpp"
 #include "ddp/common/json_text.hpp"
 #include "ddp/common/run_layout.hpp"
-#include "ddp/profiler/trace.hpp"
-#include "html.hpp"
-
 #include "ddp/common/text.hpp"
+#include "ddp/profiler/trace.hpp"
+#include "report_parts.hpp"
 
 #include <fmt/format.h>
-
-#include <cmath>
 
 namespace ddp::profiler {
 namespace {
 
 using nlohmann::json;
 
-}  // namespace
+template <typename T>
+json orNull(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
 
-json reportJson(const Report& r) {
-  const auto& t = r.timing;
-  json findings = json::array();
-  for (const auto& f : r.findings)
-    findings.push_back({{"kind", findingKindName(f.kind)},
-                        {"severity", severityName(f.severity)},
-                        {"ranks", f.ranks},
-                        {"evidence", f.evidence},
-                        {"fix", f.fix}});
-  json phases = json::object();
-  for (Phase p : kPhases) phases[std::string(phaseName(p))] = t.phaseShare[p];
-  json ranks = json::array();
-  for (const auto& rank : t.ranks) {
-    json rankPhases = json::object();
-    for (Phase p : kPhases) rankPhases[std::string(phaseName(p))] = rank.phaseMsMean[p];
-    ranks.push_back({{"rank", rank.rank},
-                     {"steps", rank.steps},
-                     {"step_ms_median", rank.stepMsMedian},
-                     {"step_ms_p95", rank.stepMsP95},
-                     {"compute_ms_median", rank.computeMsMedian},
-                     {"phases_ms_mean", rankPhases},
-                     {"comm_ms_mean", rank.commMsMean},
-                     {"samples_per_step", rank.samplesPerStep},
-                     {"slowest_share", rank.slowestShare}});
+json phasesJson(const PhaseArray<double>& values) {
+  json out = json::object();
+  for (Phase p : kPhases) out[std::string(phaseName(p))] = values[p];
+  return out;
+}
+
+json findingsJson(const std::vector<Finding>& findings) {
+  json out = json::array();
+  for (const auto& f : findings)
+    out.push_back({{"kind", findingKindName(f.kind)},
+                   {"severity", severityName(f.severity)},
+                   {"confidence", confidenceName(f.confidence)},
+                   {"ranks", f.ranks},
+                   {"evidence", f.evidence},
+                   {"fix", f.fix},
+                   {"confirm", f.confirm}});
+  return out;
+}
+
+json ranksJson(const TimingAnalysis& t) {
+  json out = json::array();
+  for (const auto& rank : t.ranks)
+    out.push_back({{"rank", rank.rank},
+                   {"steps", rank.steps},
+                   {"step_ms_median", rank.stepMsMedian},
+                   {"step_ms_p95", rank.stepMsP95},
+                   {"compute_ms_median", rank.computeMsMedian},
+                   {"phases_ms_mean", phasesJson(rank.phaseMsMean)},
+                   {"phases_ms_median", phasesJson(rank.phaseMsMedian)},
+                   {"peer_wait_ms_median", rank.peerWaitMsMedian},
+                   {"comm_ms_mean", rank.commMsMean},
+                   {"samples_per_step", rank.samplesPerStep},
+                   {"slowest_share", rank.slowestShare},
+                   {"stalls", rank.stalls}});
+  return out;
+}
+
+json utilisationJson(const TimingAnalysis& t) {
+  json out = json::array();
+  for (const auto& u : t.utilisation) {
+    json others = json::array();
+    for (const auto& o : u.others)
+      others.push_back({{"pid", o.pid}, {"name", o.name}, {"cpu_pct", o.cpuPct}, {"cpus", o.cpus}});
+    out.push_back({{"rank", u.rank},
+                   {"samples", u.samples},
+                   {"cpu_pct_mean", u.cpuPctMean},
+                   {"cpu_pct_max", u.cpuPctMax},
+                   {"rss_mib_max", u.rssMibMax},
+                   {"run_delay_pct_mean", orNull(u.runDelayPctMean)},
+                   {"throttled_pct_mean", orNull(u.throttledPctMean)},
+                   {"cpu_quota", orNull(u.cpuQuota)},
+                   {"preempted_per_s_mean", orNull(u.preemptedPerSMean)},
+                   {"busy_threads_mean", orNull(u.busyThreadsMean)},
+                   {"cpus", orNull(u.cpus)},
+                   {"stopped_samples", u.stoppedSamples},
+                   {"host_cpus", orNull(u.hostCpus)},
+                   {"host_busy_pct_mean", orNull(u.hostBusyPctMean)},
+                   {"steal_pct_mean", orNull(u.stealPctMean)},
+                   {"load1_mean", orNull(u.load1Mean)},
+                   {"others", others},
+                   {"gpu_util_pct_mean", orNull(u.gpuUtilPctMean)},
+                   {"gpu_mem_used_mib_max", orNull(u.gpuMemUsedMibMax)},
+                   {"gpu_sm_clock_mhz_mean", orNull(u.gpuSmClockMhzMean)},
+                   {"gpu_sm_clock_max_mhz", orNull(u.gpuSmClockMaxMhz)},
+                   {"gpu_throttle_samples", u.gpuThrottle}});
   }
+  return out;
+}
+
+json timingJson(const TimingAnalysis& t) {
   json straggler = nullptr;
   if (t.straggler)
     straggler = {{"rank", t.straggler->rank},
                  {"slowest_share", t.straggler->slowestShare},
                  {"extra_compute_ms", t.straggler->extraComputeMs},
                  {"others_wait_ms", t.straggler->othersWaitMs}};
-  json exits = json::array();
-  for (const auto& e : r.run.exits)
-    exits.push_back({{"rank", e.rank},
-                     {"exit_code", e.exitCode ? json(*e.exitCode) : json(nullptr)},
-                     {"signal", e.signal ? json(*e.signal) : json(nullptr)},
-                     {"failed", e.failed()}});
-  json utilisation = json::array();
-  for (const auto& u : r.timing.utilisation)
-    utilisation.push_back({{"rank", u.rank},
-                           {"samples", u.samples},
-                           {"cpu_pct_mean", u.cpuPctMean},
-                           {"cpu_pct_max", u.cpuPctMax},
-                           {"rss_mib_max", u.rssMibMax},
-                           {"gpu_util_pct_mean", u.gpuUtilPctMean ? json(*u.gpuUtilPctMean) : json(nullptr)},
-                           {"gpu_mem_used_mib_max", u.gpuMemUsedMibMax ? json(*u.gpuMemUsedMibMax) : json(nullptr)}});
-  return {{"run_dir", r.run.dir},
-          {"world_size", r.run.worldSize ? json(*r.run.worldSize) : json(nullptr)},
-          {"findings", findings},
-          {"steps",
+  json stalls = json::array();
+  for (const auto& s : t.stalls)
+    stalls.push_back({{"step", s.step},
+                      {"step_ms", s.stepMs},
+                      {"rank", s.rank},
+                      {"phase", phaseName(s.phase)},
+                      {"stopped", s.stopped}});
+  return {{"steps",
            {{"analysed", t.stepsAnalysed},
             {"max_recorded", t.maxSteps},
             {"warmup_skipped", t.warmupSkipped},
             {"step_ms_median", t.stepMsMedian},
-            {"step_ms_p95", t.stepMsP95}}},
+            {"step_ms_p95", t.stepMsP95},
+            {"run_ms", t.runMs}}},
           {"scaling",
            {{"ranks", t.ranks.size()},
             {"samples_per_step", t.globalSamplesPerStep},
             {"samples_per_s", t.samplesPerSecond}}},
-          {"phases", phases},
+          {"phases", phasesJson(t.phaseShare)},
           {"communication",
            {{"exposed_share", t.exposedCommShare},
+            {"transfer_share", t.transferShare},
+            {"peer_wait_share", t.peerWaitShare},
             {"comm_ms_mean", t.commMsMean},
-            {"overlap_fraction", t.overlapFraction ? json(*t.overlapFraction) : json(nullptr)}}},
+            {"overlap_fraction", orNull(t.overlapFraction)},
+            {"allreduce_busbw_gbps", orNull(t.allreduceBusbwGbps)},
+            {"allreduce_bytes_per_step", t.allreduceBytesPerStep}}},
           {"imbalance",
            {{"run", t.imbalanceRun},
             {"step_median", t.imbalanceStepMedian},
             {"step_max", t.imbalanceStepMax},
             {"straggler", straggler}}},
-          {"ranks", ranks},
+          {"stalls", {{"steps", stalls}, {"excess_ms", t.stallExcessMs}}},
+          {"ranks", ranksJson(t)},
           {"step_matrix", {{"steps", t.matrixSteps}, {"step_ms", t.stepMatrix}}},
           {"missing_ranks", t.missingRanks},
           {"short_ranks", t.shortRanks},
-          {"exits", exits},
-          {"utilisation", utilisation},
-          {"nccl", r.run.nccl ? toJson(*r.run.nccl) : json(nullptr)},
-          {"problems", r.run.problems}};
+          {"utilisation", utilisationJson(t)}};
+}
+
+// Columns padded to their widest cell, numbers right-aligned.
+std::string textTable(const parts::Table& table) {
+  std::vector<size_t> width(table.header.size());
+  for (size_t i = 0; i < width.size(); ++i) {
+    width[i] = table.header[i].size();
+    for (const auto& row : table.rows) width[i] = std::max(width[i], row[i].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) out += fmt::format("{}{:>{}}", i ? "  " : "", cells[i], width[i]);
+    return out + "\n";
+  };
+  std::string out = line(table.header);
+  for (const auto& row : table.rows) out += line(row);
+  return out;
+}
+
+}  // namespace
+
+json reportJson(const Report& r) {
+  json out = {{"run_dir", r.run.dir},
+              {"world_size", orNull(r.run.worldSize)},
+              {"verdict", parts::verdict(r)},
+              {"not_measured", r.timing.stepsAnalysed > 0 ? json(nullptr) : json(parts::notMeasured(r))},
+              {"findings", findingsJson(r.findings)}};
+  out.update(timingJson(r.timing));
+  json exits = json::array();
+  for (const auto& e : r.run.exits)
+    exits.push_back(
+        {{"rank", e.rank}, {"exit_code", orNull(e.exitCode)}, {"signal", orNull(e.signal)}, {"failed", e.failed()}});
+  out["exits"] = exits;
+  out["nccl"] = r.run.nccl ? toJson(*r.run.nccl) : json(nullptr);
+  out["problems"] = r.run.problems;
+  return out;
 }
 
 std::string renderReportText(const Report& r) {
   const auto& t = r.timing;
-  std::string out = fmt::format("ddprof report: {}\n", r.run.dir);
+  std::string out = fmt::format("ddprof report: {}\nverdict: {}\n", r.run.dir, parts::verdict(r));
   if (t.stepsAnalysed > 0) {
-    out += fmt::format(
-        "{} ranks, {} steps analysed{}; step {:.2f} ms median, {:.2f} ms p95; {:.1f} samples/s "
-        "({} samples per step)\n",
-        t.ranks.size(), t.stepsAnalysed, t.warmupSkipped ? " (first skipped as warm-up)" : "", t.stepMsMedian,
-        t.stepMsP95, t.samplesPerSecond, t.globalSamplesPerStep);
-    out += "phases:";
-    for (Phase p : kPhases) out += fmt::format(" {} {}", phaseName(p), percent(t.phaseShare[p]));
-    out += fmt::format(
-        "\ncommunication: {:.2f} ms per step, {} of the step exposed{}; imbalance {:.2f} (slowest/mean compute)\n",
-        t.commMsMean, percent(t.exposedCommShare),
-        t.overlapFraction ? fmt::format(", {} hidden behind backward", percent(*t.overlapFraction)) : "",
-        t.imbalanceRun);
+    out += parts::stepSummary(t) + "\n" + parts::phaseSummary(t) + "\n" + parts::commSummary(t) + "\n";
+    if (const auto stalls = parts::stallSummary(t); !stalls.empty()) out += stalls + "\n";
   } else {
-    out += "no step timings to analyse\n";
+    out += "not measured: " + parts::notMeasured(r) + "\n";
   }
-  out += "\nfindings:\n";
-  if (r.findings.empty()) out += "  none: no rule found a problem\n";
+  out += "\nfindings (the first is the one to fix first):\n";
+  if (r.findings.empty()) out += "  none\n";
   for (const auto& f : r.findings) {
-    out += fmt::format("  [{}] {}{}: {}\n", severityName(f.severity), findingKindName(f.kind),
-                       f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")", f.evidence);
-    out += fmt::format("      fix: {}\n", f.fix);
+    out += fmt::format("  [{}, {} confidence] {}{}: {}\n", severityName(f.severity), confidenceName(f.confidence),
+                       findingKindName(f.kind), parts::rankSuffix(f), f.evidence);
+    out += fmt::format("      fix: {}\n      to confirm: {}\n", f.fix, f.confirm);
   }
-  if (!t.ranks.empty()) {
-    out += fmt::format("\n{:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>8}\n", "rank", "steps", "step_ms",
-                       "compute", "data", "comm_wait", "comm", "slowest");
-    for (const auto& rank : t.ranks)
-      out += fmt::format("{:>6} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>8}\n", rank.rank, rank.steps,
-                         rank.stepMsMedian, rank.computeMsMedian, rank.phaseMsMean[Phase::kData],
-                         rank.phaseMsMean[Phase::kCommWait], rank.commMsMean, percent(rank.slowestShare));
-  }
+  if (!t.ranks.empty()) out += "\nper rank (medians over the analysed steps):\n" + textTable(parts::rankTable(t));
   if (!t.shortRanks.empty())
     out += fmt::format("ranks with fewer steps than the longest ({}): {}\n", t.maxSteps, rankList(t.shortRanks));
   if (r.run.nccl) out += "\nNCCL\n" + renderNcclSummary(*r.run.nccl);
@@ -144,24 +200,30 @@ std::string renderReportText(const Report& r) {
 
 std::string renderReportMarkdown(const Report& r) {
   const auto& t = r.timing;
-  std::string out = fmt::format("# ddprof report: `{}`\n\n", r.run.dir);
-  out += "## Findings\n\n";
+  std::string out =
+      fmt::format("# ddprof report: `{}`\n\n**Verdict:** {}\n\n## Findings\n\n", r.run.dir, parts::verdict(r));
   if (r.findings.empty()) out += "No rule found a problem.\n";
   for (const auto& f : r.findings)
-    out += fmt::format("- **{}** `{}`{} — {}  \n  *Fix:* {}\n", severityName(f.severity), findingKindName(f.kind),
-                       f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")", f.evidence, f.fix);
+    out += fmt::format("- **{}** `{}`{} ({} confidence) — {}  \n  *Fix:* {}  \n  *To confirm:* {}\n",
+                       severityName(f.severity), findingKindName(f.kind), parts::rankSuffix(f),
+                       confidenceName(f.confidence), f.evidence, f.fix, f.confirm);
   if (t.stepsAnalysed > 0) {
-    out += fmt::format(
-        "\n## Steps\n\n{} ranks, {} steps analysed. Step time {:.2f} ms median, {:.2f} ms p95; "
-        "{:.1f} samples/s. Exposed communication {}; imbalance {:.2f}.\n\n",
-        t.ranks.size(), t.stepsAnalysed, t.stepMsMedian, t.stepMsP95, t.samplesPerSecond, percent(t.exposedCommShare),
-        t.imbalanceRun);
-    out += "| rank | steps | step ms | compute ms | data ms | comm wait ms | comm ms | slowest in |\n";
-    out += "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-    for (const auto& rank : t.ranks)
-      out += fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {} |\n", rank.rank, rank.steps,
-                         rank.stepMsMedian, rank.computeMsMedian, rank.phaseMsMean[Phase::kData],
-                         rank.phaseMsMean[Phase::kCommWait], rank.commMsMean, percent(rank.slowestShare));
+    out += fmt::format("\n## Steps\n\n{}.  \n{}.  \n{}.\n", parts::stepSummary(t), parts::phaseSummary(t),
+                       parts::commSummary(t));
+    if (const auto stalls = parts::stallSummary(t); !stalls.empty()) out += stalls + ".\n";
+    const auto table = parts::rankTable(t);
+    out += "\nPer rank, medians over the analysed steps:\n\n|";
+    for (const auto& h : table.header) out += " " + h + " |";
+    out += "\n|";
+    for (size_t i = 0; i < table.header.size(); ++i) out += "---:|";
+    out += "\n";
+    for (const auto& row : table.rows) {
+      out += "|";
+      for (const auto& c : row) out += " " + c + " |";
+      out += "\n";
+    }
+  } else {
+    out += "\n## Not measured\n\n" + parts::notMeasured(r) + "\n";
   }
   if (r.run.nccl) out += "\n## NCCL\n\n```\n" + renderNcclSummary(*r.run.nccl) + "```\n";
   if (!r.run.problems.empty()) {
@@ -171,50 +233,6 @@ std::string renderReportMarkdown(const Report& r) {
   return out;
 }
 
-json scalingJson(const Scaling& s) {
-  json points = json::array();
-  for (const auto& p : s.points)
-    points.push_back({{"run_dir", p.dir},
-                      {"ranks", p.worldSize},
-                      {"step_ms", p.stepMs},
-                      {"samples_per_s", p.samplesPerSecond},
-                      {"ideal_step_ms", p.idealStepMs},
-                      {"ideal_samples_per_s", p.idealSamplesPerSecond},
-                      {"efficiency", p.efficiency}});
-  return {{"kind", scalingKindName(s.kind)}, {"points", points}};
-}
-
-std::string renderScalingText(const Scaling& s) {
-  std::string out = fmt::format("{} scaling ({})\n", scalingKindName(s.kind),
-                                s.kind == ScalingKind::kWeak ? "same batch per rank: ideal step time stays constant"
-                                                             : "same global batch: ideal step time falls as 1/ranks");
-  out += fmt::format("{:>6} {:>10} {:>10} {:>12} {:>12} {:>10}  {}\n", "ranks", "step_ms", "ideal_ms", "samples/s",
-                     "ideal", "efficiency", "run");
-  for (const auto& p : s.points)
-    out += fmt::format("{:>6} {:>10.2f} {:>10.2f} {:>12.1f} {:>12.1f} {:>10}  {}\n", p.worldSize, p.stepMs,
-                       p.idealStepMs, p.samplesPerSecond, p.idealSamplesPerSecond, percent(p.efficiency), p.dir);
-  return out;
-}
-
-std::string renderScalingHtml(const Scaling& s) {
-  html::Page page("ddprof scaling");
-  page.heading(1, std::string(scalingKindName(s.kind)) + " scaling");
-  std::vector<double> xs;
-  html::Series measured{"measured", {}}, ideal{"ideal", {}};
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& p : s.points) {
-    xs.push_back(p.worldSize);
-    measured.values.push_back(p.samplesPerSecond);
-    ideal.values.push_back(p.idealSamplesPerSecond);
-    rows.push_back({std::to_string(p.worldSize), fmt::format("{:.2f}", p.stepMs), fmt::format("{:.2f}", p.idealStepMs),
-                    fmt::format("{:.1f}", p.samplesPerSecond), fmt::format("{:.1f}", p.idealSamplesPerSecond),
-                    percent(p.efficiency), p.dir});
-  }
-  page.raw(html::lineChart("Throughput against ideal", xs, {measured, ideal}, "ranks", "samples/s", false, {"ideal"}));
-  page.table({"ranks", "step ms", "ideal ms", "samples/s", "ideal", "efficiency", "run"}, rows);
-  return page.finish();
-}
-
 RenderedReport reportRun(const std::string& dir, bool write) {
   const RunLayout layout(dir);
   auto run = loadRun(dir);
@@ -222,7 +240,7 @@ RenderedReport reportRun(const std::string& dir, bool write) {
   auto findings = diagnose(run, timing);
   Report report{run, timing, findings};
   RenderedReport out{renderReportText(report),
-                     ddp::jsonText(reportJson(report), 2) + "\n",
+                     jsonText(reportJson(report), 2) + "\n",
                      renderReportMarkdown(report),
                      renderReportHtml(report),
                      run.problems,

@@ -5,6 +5,7 @@
 
 #include "ddp/common/text.hpp"
 #include "html.hpp"
+#include "report_parts.hpp"
 
 #include <fmt/format.h>
 
@@ -18,13 +19,15 @@ namespace {
 std::string ms(double value) { return fmt::format("{:.2f}", value); }
 
 void findings(const Report& r, html::Page& page) {
+  page.raw("<p><b>Verdict:</b> " + html::escape(parts::verdict(r)) + "</p>\n");
   page.heading(2, "Findings");
   if (r.findings.empty()) page.paragraph("No rule found a problem.");
   for (const auto& f : r.findings)
     page.raw(fmt::format(
-        "<div class=\"finding {0}\"><b>{0}</b> <code>{1}</code>{2}: {3}<div class=\"fix\">Fix: {4}</div></div>\n",
-        severityName(f.severity), findingKindName(f.kind), f.ranks.empty() ? "" : " (rank " + rankList(f.ranks) + ")",
-        html::escape(f.evidence), html::escape(f.fix)));
+        "<div class=\"finding {0}\"><b>{0}</b> <code>{1}</code>{2} <i>({3} confidence)</i>: {4}"
+        "<div class=\"fix\">Fix: {5}</div><div class=\"fix\">To confirm: {6}</div></div>\n",
+        severityName(f.severity), findingKindName(f.kind), parts::rankSuffix(f), confidenceName(f.confidence),
+        html::escape(f.evidence), html::escape(f.fix), html::escape(f.confirm)));
 }
 
 void steps(const TimingAnalysis& t, html::Page& page) {
@@ -44,12 +47,11 @@ void steps(const TimingAnalysis& t, html::Page& page) {
   for (size_t i = 0; i < t.ranks.size(); ++i)
     lines.push_back({fmt::format("rank {}", t.ranks[i].rank), t.stepMatrix[i]});
   page.raw(html::lineChart("Step time over the run", xs, lines, "step", "ms"));
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& rank : t.ranks)
-    rows.push_back({std::to_string(rank.rank), std::to_string(rank.steps), ms(rank.stepMsMedian),
-                    ms(rank.computeMsMedian), ms(rank.phaseMsMean[Phase::kData]),
-                    ms(rank.phaseMsMean[Phase::kCommWait]), ms(rank.commMsMean), percent(rank.slowestShare)});
-  page.table({"rank", "steps", "step ms", "compute ms", "data ms", "comm wait ms", "comm ms", "slowest in"}, rows);
+  const auto table = parts::rankTable(t);
+  page.paragraph(parts::commSummary(t));
+  if (const auto stalls = parts::stallSummary(t); !stalls.empty()) page.paragraph(stalls);
+  page.paragraph("Per rank, medians over the analysed steps:");
+  page.table(table.header, table.rows);
 }
 
 // Samples of all ranks on one time axis, in half-second slots from the first sample.
@@ -88,13 +90,16 @@ void utilisationCharts(const RunData& run, html::Page& page) {
 }
 
 void utilisationTable(const TimingAnalysis& t, html::Page& page) {
+  auto value = [](const std::optional<double>& v, const char* format) { return v ? fmt::format(format, *v) : "-"; };
   std::vector<std::vector<std::string>> rows;
   for (const auto& u : t.utilisation)
     rows.push_back({std::to_string(u.rank), std::to_string(u.samples), fmt::format("{:.1f}", u.cpuPctMean),
-                    fmt::format("{:.1f}", u.rssMibMax),
-                    u.gpuUtilPctMean ? fmt::format("{:.1f}", *u.gpuUtilPctMean) : "-",
-                    u.gpuMemUsedMibMax ? fmt::format("{:.0f}", *u.gpuMemUsedMibMax) : "-"});
-  page.table({"rank", "samples", "CPU % (mean)", "RSS MiB (max)", "GPU util % (mean)", "GPU memory MiB (max)"}, rows);
+                    value(u.runDelayPctMean, "{:.1f}"), u.cpus.value_or("-"), std::to_string(u.stoppedSamples),
+                    fmt::format("{:.1f}", u.rssMibMax), value(u.gpuUtilPctMean, "{:.1f}"),
+                    value(u.gpuMemUsedMibMax, "{:.0f}")});
+  page.table({"rank", "samples", "CPU % (mean)", "waiting for a CPU % (mean)", "CPUs", "seen stopped", "RSS MiB (max)",
+              "GPU util % (mean)", "GPU memory MiB (max)"},
+             rows);
 }
 
 void transports(const NcclFacts& n, html::Page& page) {
@@ -140,7 +145,10 @@ std::string renderReportHtml(const Report& r) {
   page.heading(1, "ddprof report");
   page.raw("<p class=\"muted\">" + html::escape(r.run.dir) + "</p>\n");
   findings(r, page);
-  if (r.timing.stepsAnalysed > 0) steps(r.timing, page);
+  if (r.timing.stepsAnalysed > 0)
+    steps(r.timing, page);
+  else
+    page.paragraph("Not measured: " + parts::notMeasured(r));
   if (!r.run.utilisation.empty()) {
     utilisationCharts(r.run, page);
     utilisationTable(r.timing, page);

@@ -52,10 +52,12 @@ TEST_CASE("live progress: steps/s, ETA and the rank the others wait for", "[laun
 
 TEST_CASE("utilisation: CPU ticks and memory of a process group from /proc", "[launcher][util]") {
   // This test's own group: it is running, so it has ticks and resident pages.
-  const auto usage = ddp::launcher::groupUsage(static_cast<int>(::getpgrp()));
+  const auto processes = ddp::launcher::procfs::scanProcesses();
+  const auto usage = ddp::launcher::groupUsage(processes, static_cast<int>(::getpgrp()));
   CHECK(usage.processes >= 1);
   CHECK(usage.rssPages > 0);
-  const auto none = ddp::launcher::groupUsage(-12345);
+  CHECK_FALSE(usage.stopped);
+  const auto none = ddp::launcher::groupUsage(processes, -12345);
   CHECK(none.processes == 0);
   const std::string path = "/tmp/ddprun-util-test-" + std::to_string(::getpid()) + ".jsonl";
   {

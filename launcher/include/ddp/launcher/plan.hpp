@@ -19,6 +19,7 @@ struct LaunchOptions {
   int nprocPerNode = 0;              // --nproc-per-node: slots per host, torchrun-style
   std::string runDir;                // --run-dir; default ddprun-runs/<timestamp>-<program>
   bool profile = false;              // --profile: NCCL debug capture into the run directory
+  int sampleMs = 500;                // --sample-ms: utilisation samples of a profiled run (0: none)
   std::string ncclDebug;             // --nccl-debug LEVEL
   std::string ncclSubsys;            // --nccl-subsys LIST
   std::vector<std::string> exports;  // -x VAR[=VALUE]

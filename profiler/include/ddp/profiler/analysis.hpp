@@ -4,6 +4,7 @@
 
 #include "ddp/profiler/run.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,28 +15,61 @@ struct RankTiming {
   int rank = -1;
   size_t steps = 0;
   double stepMsMedian = 0, stepMsP95 = 0;
-  double computeMsMedian = 0;      // step minus exposed comm wait
-  PhaseArray<double> phaseMsMean;  // mean per step
-  double commMsMean = 0;           // all of the step's collectives, hidden or not
+  double computeMsMedian = 0;        // step minus exposed comm wait
+  PhaseArray<double> phaseMsMean;    // mean per step (what the phase bars add up)
+  PhaseArray<double> phaseMsMedian;  // median per step: never above stepMsMedian (the tables)
+  double commMsMean = 0;             // all of the step's collectives, hidden or not
+  double peerWaitMsMedian = 0;       // of its comm_wait, the part spent waiting for a later rank
   int64_t samplesPerStep = 0;
   double slowestShare = 0;  // share of steps in which this rank computed longest
+  size_t stalls = 0;        // stalled steps in which the others waited for this rank
 };
 
 struct Straggler {
   int rank = -1;
   double slowestShare = 0;    // of the analysed steps
   double extraComputeMs = 0;  // its median compute minus the others' median
-  double othersWaitMs = 0;    // the others' median comm wait minus its own
+  double othersWaitMs = 0;    // median per step of the others' comm_wait beyond its own
 };
 
-// Per rank, the utilisation samples of a profiled run summarised.
+// A step far slower than the median (kStallFactor x, and kStallMinMs more): the rank the others
+// waited for in it (the one that computed longest), and the phase of that rank that grew most.
+struct Stall {
+  int64_t step = 0;
+  int64_t startUnixUs = 0;
+  double stepMs = 0;
+  int rank = -1;
+  Phase phase = Phase::kForward;
+  bool stopped = false;  // the rank's process was seen stopped (state T) during the step
+};
+inline constexpr double kStallFactor = 3.0;
+inline constexpr double kStallMinMs = 50.0;
+
+// Per rank, the utilisation samples of a profiled run summarised (means over the samples).
 struct RankUtilisation {
   int rank = -1;
   size_t samples = 0;
   double cpuPctMean = 0, cpuPctMax = 0, rssMibMax = 0;
   std::optional<double> gpuUtilPctMean, gpuMemUsedMibMax;  // where NVML answered
+  std::optional<double> runDelayPctMean;                   // waiting for a CPU (run queue), % of the time
+  std::optional<double> throttledPctMean;                  // held back by its cgroup's CPU quota, % of the time
+  std::optional<double> cpuQuota;                          // that quota, in cores
+  std::optional<double> preemptedPerSMean;                 // involuntary context switches per second
+  std::optional<double> busyThreadsMean;                   // threads using ≥ 10 % of a CPU
+  std::optional<std::string> cpus;                         // the CPUs it may run on (the last sample's)
+  size_t stoppedSamples = 0;                               // samples that saw it stopped (state T)
+  std::optional<int> hostCpus;
+  std::optional<double> hostBusyPctMean, stealPctMean, load1Mean;
+  std::vector<OtherProcess> others;  // the busiest outside processes seen, each at its highest CPU
+  std::optional<double> gpuSmClockMhzMean, gpuSmClockMaxMhz;
+  std::map<std::string, size_t> gpuThrottle;  // reason -> samples that saw it
 };
-std::vector<RankUtilisation> analyseUtilisation(const RunData& run);
+// The run's time span the steps were analysed over (µs since the epoch).
+struct TimeWindow {
+  int64_t fromUs = 0, toUs = 0;
+};
+// Over the samples that fall mostly within `window`, where given (docs/profiler.md).
+std::vector<RankUtilisation> analyseUtilisation(const RunData& run, const std::optional<TimeWindow>& window = {});
 
 struct TimingAnalysis {
   std::vector<RankTiming> ranks;
@@ -44,11 +78,19 @@ struct TimingAnalysis {
   double stepMsMedian = 0, stepMsP95 = 0;  // per step, the slowest rank's
   double samplesPerSecond = 0;             // global samples per step / median step
   int64_t globalSamplesPerStep = 0;
-  PhaseArray<double> phaseShare;                         // mean share of the step, over ranks and steps
-  double exposedCommShare = 0;                           // comm_wait / step
-  double commMsMean = 0;                                 // collectives per step, hidden or not
-  std::optional<double> overlapFraction;                 // 1 - exposed / total communication
-  double imbalanceRun = 1;                               // max/mean of the ranks' median compute
+  PhaseArray<double> phaseShare;  // mean share of the step, over ranks and steps
+  double exposedCommShare = 0;    // comm_wait / step
+  // comm_wait split (per step, over ranks): the part even the last rank to arrive waits is the
+  // transfer itself; the rest of a rank's wait is for a later peer.
+  double transferShare = 0;                  // mean per step of min over ranks of comm_wait / step
+  double peerWaitShare = 0;                  // mean over ranks and steps of the rest / step
+  std::optional<double> allreduceBusbwGbps;  // the gradient allreduces' bus bandwidth, transfer time only
+  uint64_t allreduceBytesPerStep = 0;
+  std::vector<Stall> stalls;              // in step order
+  double runMs = 0, stallExcessMs = 0;    // wall time of the analysed steps; stalls' time beyond the median
+  double commMsMean = 0;                  // collectives per step, hidden or not
+  std::optional<double> overlapFraction;  // 1 - exposed / total communication
+  double imbalanceRun = 1;                // max/mean of the ranks' median compute
   double imbalanceStepMedian = 1, imbalanceStepMax = 1;  // per step max/mean compute
   std::optional<Straggler> straggler;
   // Step time per rank per analysed step, for plots: at most kMaxMatrixSteps steps, evenly
@@ -59,7 +101,7 @@ struct TimingAnalysis {
   std::vector<int> missingRanks;  // expected but without timings
   std::vector<int> shortRanks;    // fewer steps than the longest rank
   size_t maxSteps = 0;
-  std::vector<RankUtilisation> utilisation;  // analyseUtilisation(run), for the rules and renderers
+  std::vector<RankUtilisation> utilisation;  // analyseUtilisation over the analysed steps, for the rules and renderers
 };
 
 TimingAnalysis analyseTimings(const RunData& run);
@@ -67,24 +109,33 @@ TimingAnalysis analyseTimings(const RunData& run);
 enum class Severity { kInfo, kWarning, kCritical };
 std::string_view severityName(Severity s);
 
+// How sure a finding is of its cause: high (the evidence names it), medium (consistent with it,
+// one measure short), low (a suspicion worth checking).
+enum class Confidence { kLow, kMedium, kHigh };
+std::string_view confidenceName(Confidence c);
+
 // What a finding is about (docs/profiler.md, "Findings").
 enum class FindingKind {
-  kRankFailed,      // a rank failed on its own (the launcher's culprit first)
-  kRanksStopped,    // ranks the launcher stopped after another failed: collateral
-  kRestart,         // what a restart of the job redid
-  kNcclError,       // NCCL WARN lines and failures
-  kSocketFallback,  // NCCL on TCP sockets between hosts (or with IB devices present)
-  kP2pDisabled,     // GPUs on one host talk through host memory
-  kNoGdr,           // network edges without GPUDirect RDMA
-  kInitSlow,        // NCCL communicator init took long
-  kMissingRanks,    // ranks that wrote no timings
-  kGpuIdle,         // a GPU idle while its rank waits
-  kGpuFakeBusy,     // GPU-Util high while the rank waits in communication
-  kCommBound,       // exposed gradient communication
-  kStraggler,       // one rank the others wait for
-  kLoadImbalance,   // compute differs between ranks
-  kDataBound,       // loading data takes much of the step
-  kSmallBatch,      // communication comparable to compute
+  kRankFailed,             // a rank failed on its own (the launcher's culprit first)
+  kRanksStopped,           // ranks the launcher stopped after another failed: collateral
+  kRestart,                // what a restart of the job redid
+  kNcclError,              // NCCL WARN lines and failures
+  kSocketFallback,         // NCCL on TCP sockets between hosts (or with IB devices present)
+  kP2pDisabled,            // GPUs on one host talk through host memory
+  kNoGdr,                  // network edges without GPUDirect RDMA
+  kInitSlow,               // NCCL communicator init took long
+  kMissingRanks,           // ranks that wrote no timings
+  kGpuIdle,                // a GPU idle while its rank waits
+  kGpuFakeBusy,            // GPU-Util high while the rank waits in communication
+  kCommBound,              // exposed gradient communication
+  kStraggler,              // one rank the others wait for
+  kLoadImbalance,          // compute differs between ranks
+  kDataBound,              // loading data takes much of the step
+  kSmallBatch,             // communication comparable to compute
+  kCpuContention,          // a rank waits for a CPU: its cores or host oversubscribed, a CPU quota
+  kStalls,                 // steps far above the median, and the rank that held them up
+  kGpuThrottled,           // a GPU's clocks held down by power or thermal limits
+  kThreadsOversubscribed,  // a rank's own threads more than its CPUs: they wait for one another
 };
 std::string_view findingKindName(FindingKind kind);  // "rank_failed", "comm_bound", ...
 
@@ -92,11 +143,15 @@ struct Finding {
   FindingKind kind = FindingKind::kCommBound;
   Severity severity = Severity::kInfo;
   std::vector<int> ranks;
-  std::string evidence;
+  std::string evidence;  // the numbers it rests on
   std::string fix;
+  Confidence confidence = Confidence::kMedium;
+  std::string confirm;  // one check or command that would confirm it
 };
 
-// Rules over timings, NCCL facts and exit records; most severe first.
+// Rules over timings, utilisation samples, NCCL facts and exit records. Ordered so that the
+// first is the cause to fix first: failures, then causes (contention, stalls, a throttled GPU,
+// a straggler, data), then what they lead to (communication, batch size), then notes.
 std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& timing);
 
 struct ScalingPoint {

@@ -1,0 +1,96 @@
+#include "report_parts.hpp"
+
+#include "ddp/common/run_layout.hpp"
+#include "ddp/common/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace ddp::profiler::parts {
+
+std::string rankSuffix(const Finding& f) {
+  if (f.ranks.empty()) return "";
+  return (f.ranks.size() == 1 ? " (rank " : " (ranks ") + rankList(f.ranks) + ")";
+}
+
+std::string verdict(const Report& r) {
+  const auto& t = r.timing;
+  auto problem = std::find_if(r.findings.begin(), r.findings.end(),
+                              [](const Finding& f) { return f.severity != Severity::kInfo; });
+  if (problem != r.findings.end())
+    return fmt::format("fix first: {}{}, {} confidence: {}", findingKindName(problem->kind), rankSuffix(*problem),
+                       confidenceName(problem->confidence), problem->fix);
+  if (t.stepsAnalysed == 0) return "not measured: " + notMeasured(r);
+  const double computing = 1 - t.exposedCommShare - t.phaseShare[Phase::kData];
+  return fmt::format(
+      "healthy: no rule found a problem; the ranks compute {} of each step, wait {} on communication and {} on data, "
+      "at {:.1f} samples/s",
+      percent(std::max(0.0, computing), 0), percent(t.exposedCommShare, 0), percent(t.phaseShare[Phase::kData], 0),
+      t.samplesPerSecond);
+}
+
+std::string stepSummary(const TimingAnalysis& t) {
+  return fmt::format(
+      "{} ranks, {} steps analysed{}; step {:.2f} ms median, {:.2f} ms p95; {:.1f} samples/s ({} samples per step)",
+      t.ranks.size(), t.stepsAnalysed, t.warmupSkipped ? " (first skipped as warm-up)" : "", t.stepMsMedian,
+      t.stepMsP95, t.samplesPerSecond, t.globalSamplesPerStep);
+}
+
+std::string phaseSummary(const TimingAnalysis& t) {
+  std::string out = "phases (mean share of a step):";
+  for (Phase p : kPhases) out += fmt::format(" {} {}", phaseName(p), percent(t.phaseShare[p]));
+  return out;
+}
+
+std::string commSummary(const TimingAnalysis& t) {
+  return fmt::format(
+      "communication: {:.2f} ms per step in flight{}; exposed {} of the step: the transfer {}, waiting for later "
+      "ranks {}{}; imbalance {:.2f} (slowest/mean compute)",
+      t.commMsMean, t.overlapFraction ? fmt::format(", {} hidden behind backward", percent(*t.overlapFraction)) : "",
+      percent(t.exposedCommShare), percent(t.transferShare), percent(t.peerWaitShare),
+      t.allreduceBusbwGbps ? fmt::format("; gradient allreduces at {:.3g} GB/s bus bandwidth", *t.allreduceBusbwGbps)
+                           : "",
+      t.imbalanceRun);
+}
+
+std::string stallSummary(const TimingAnalysis& t) {
+  if (t.stalls.empty()) return "";
+  double lo = 1e300, hi = 0;
+  std::string steps;
+  for (size_t i = 0; i < t.stalls.size(); ++i) {
+    lo = std::min(lo, t.stalls[i].stepMs);
+    hi = std::max(hi, t.stalls[i].stepMs);
+    if (i < 8) steps += (steps.empty() ? "" : ", ") + std::to_string(t.stalls[i].step);
+  }
+  return fmt::format(
+      "stalls: {} step(s) above {:.0f}× the median took {:.0f}–{:.0f} ms ({:.1f} s beyond the median; "
+      "steps {}{})",
+      t.stalls.size(), kStallFactor, lo, hi, t.stallExcessMs / 1e3, steps, t.stalls.size() > 8 ? ", ..." : "");
+}
+
+std::string notMeasured(const Report& r) {
+  if (r.timing.stepsAnalysed > 0) return "";
+  if (r.run.timings.empty())
+    return fmt::format(
+        "no step timings ({} is empty): the program wrote none (a LibTorch loop without "
+        "ddp::StepTimer, or a Python script ddprun could not instrument), so step time, phases, "
+        "throughput, imbalance and stragglers were not measured",
+        RunLayout::timingsPattern());
+  return "the ranks' timings share no step (each rank recorded different steps), so nothing could be compared";
+}
+
+Table rankTable(const TimingAnalysis& t) {
+  Table table{{"rank", "steps", "step ms", "compute ms", "data ms", "comm_wait ms", "peer wait ms", "comm ms (mean)",
+               "slowest in", "stalls"},
+              {}};
+  for (const auto& r : t.ranks)
+    table.rows.push_back(
+        {std::to_string(r.rank), std::to_string(r.steps), fmt::format("{:.2f}", r.stepMsMedian),
+         fmt::format("{:.2f}", r.computeMsMedian), fmt::format("{:.2f}", r.phaseMsMedian[Phase::kData]),
+         fmt::format("{:.2f}", r.phaseMsMedian[Phase::kCommWait]), fmt::format("{:.2f}", r.peerWaitMsMedian),
+         fmt::format("{:.2f}", r.commMsMean), percent(r.slowestShare), std::to_string(r.stalls)});
+  return table;
+}
+
+}  // namespace ddp::profiler::parts

@@ -1,0 +1,61 @@
+#pragma once
+// The diagnosis rules (internal to the profiler): each a function from the run and its timing
+// analysis to findings. diagnosis.cpp holds the table that runs them, folds symptoms into their
+// causes and orders the result; the thresholds are named constants beside each rule, documented
+// in docs/profiler.md and docs/diagnosis.md.
+
+#include "ddp/profiler/analysis.hpp"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ddp::profiler::rules {
+
+using Findings = std::vector<Finding>;
+
+Finding& add(Findings& out, FindingKind kind, Severity severity, std::vector<int> ranks, std::string evidence,
+             std::string fix, Confidence confidence, std::string confirm);
+
+// rules_run.cpp: how the ranks ended, restarts, ranks without timings.
+void failedRanks(const RunData& run, const TimingAnalysis& t, Findings& out);
+void restarts(const RunData& run, const TimingAnalysis& t, Findings& out);
+void missingRanks(const RunData& run, const TimingAnalysis& t, Findings& out);
+
+// rules_nccl.cpp: what the NCCL logs say.
+void ncclErrors(const RunData& run, const TimingAnalysis& t, Findings& out);
+void socketFallback(const RunData& run, const TimingAnalysis& t, Findings& out);
+void p2pDisabled(const RunData& run, const TimingAnalysis& t, Findings& out);
+void noGdr(const RunData& run, const TimingAnalysis& t, Findings& out);
+void initSlow(const RunData& run, const TimingAnalysis& t, Findings& out);
+
+// rules_resources.cpp: CPUs, stalls and GPUs, from the utilisation samples and the timings.
+void cpuContention(const RunData& run, const TimingAnalysis& t, Findings& out);
+void threadsOversubscribed(const RunData& run, const TimingAnalysis& t, Findings& out);
+void stalls(const RunData& run, const TimingAnalysis& t, Findings& out);
+void gpuThrottled(const RunData& run, const TimingAnalysis& t, Findings& out);
+void gpuUtilisation(const RunData& run, const TimingAnalysis& t, Findings& out);
+
+// rules_timing.cpp: where the step goes.
+void commBound(const RunData& run, const TimingAnalysis& t, Findings& out);
+void straggler(const RunData& run, const TimingAnalysis& t, Findings& out);
+void loadImbalance(const RunData& run, const TimingAnalysis& t, Findings& out);
+void dataBound(const RunData& run, const TimingAnalysis& t, Findings& out);
+void smallBatch(const RunData& run, const TimingAnalysis& t, Findings& out);
+
+// Shared by the rules: the exposed-communication threshold (comm_bound, small_batch) and the
+// hosts of the ranks (exit records; one host "" when they do not say).
+inline constexpr double kCommBoundShare = 0.25;
+std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const TimingAnalysis& t);
+
+// Hosts with more ranks than the CPUs those ranks may run on, whose ranks wait for them.
+struct CrowdedHost {
+  std::string host;
+  std::vector<int> ranks;
+  std::set<int> cpus;
+  double runDelayPctLo = 0, runDelayPctHi = 0;
+};
+std::vector<CrowdedHost> crowdedHosts(const RunData& run, const TimingAnalysis& t);
+
+}  // namespace ddp::profiler::rules

@@ -1,0 +1,140 @@
+// Rules on where the step goes: communication the backward pass could not hide (and whether the
+// link or something else made it slow), a straggler, imbalance, data loading, a small batch.
+#include "ddp/common/text.hpp"
+#include "rules.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace ddp::profiler::rules {
+namespace {
+
+constexpr double kCommBoundCritical = 0.5;  // the transfer's share of the step: critical
+constexpr double kLinkLimitShare = 0.5;  // allreduces at this share of the link's busbw or more: the link is the limit
+constexpr double kSlowerThanLinkShare = 0.25;  // below this share: something other than the link slows them
+constexpr double kStragglerSureShare = 0.9;    // slowest in this share of the steps: sure
+constexpr double kImbalanceRatio = 1.15;       // slowest/mean compute over the run: load_imbalance
+constexpr double kDataBoundShare = 0.3;        // data share of the step: data_bound
+constexpr double kDataBoundCritical = 0.5;
+constexpr double kSmallBatchCommRatio = 0.5;  // communication / (forward + backward): small_batch
+
+// What the link delivers for an allreduce of about the job's gradient bytes: the ddpbench result
+// in the run directory at the nearest size (the same backend when there is one).
+struct Reference {
+  double busbwGbps = 0;
+  std::string source;
+};
+std::optional<Reference> linkReference(const RunData& run, const TimingAnalysis& t) {
+  if (run.bench.empty() || t.allreduceBytesPerStep == 0) return std::nullopt;
+  const auto backend = commandOption(run.command, "--backend");
+  const BenchRow* best = nullptr;
+  auto distance = [&](const BenchRow& b) {
+    return std::abs(
+        std::log(static_cast<double>(std::max<int64_t>(1, b.bytes)) / static_cast<double>(t.allreduceBytesPerStep)));
+  };
+  for (const auto& b : run.bench) {
+    if (b.op != "allreduce" || b.busbwGbps <= 0) continue;
+    const bool sameBackend = backend && b.backend == *backend;
+    const bool bestSame = best && backend && best->backend == *backend;
+    if (!best || (sameBackend && !bestSame) || (sameBackend == bestSame && distance(b) < distance(*best))) best = &b;
+  }
+  if (!best) return std::nullopt;
+  return Reference{best->busbwGbps, fmt::format("ddpbench's {} allreduce of {} bytes at {} ranks", best->backend,
+                                                best->bytes, best->nranks)};
+}
+
+double forwardBackwardMs(const TimingAnalysis& t) {
+  double ms = 0;
+  for (const auto& r : t.ranks) ms += r.phaseMsMedian[Phase::kForward] + r.phaseMsMedian[Phase::kBackward];
+  return ms / static_cast<double>(std::max<size_t>(1, t.ranks.size()));
+}
+
+}  // namespace
+
+// Communication is the bottleneck only when even the last rank to arrive at the gradient allreduce
+// waits for it: a rank that waits for a late peer is the peer's problem (straggler, contention,
+// stalls). Measured against the link where the run has its ddpbench results.
+void commBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
+  if (t.transferShare < kCommBoundShare) return;
+  const auto ref = linkReference(run, t);
+  // What the allreduces reached of what the link delivers; 0 where either is unknown.
+  const double ratio = ref && t.allreduceBusbwGbps ? *t.allreduceBusbwGbps / ref->busbwGbps : 0.0;
+  std::string evidence = fmt::format(
+      "even the last rank to reach the gradient allreduce waited {} of each step for it: communication the backward "
+      "pass could not hide{}",
+      percent(t.transferShare, 0),
+      t.overlapFraction ? fmt::format(" ({} of it hidden)", percent(*t.overlapFraction, 0)) : "");
+  if (t.allreduceBusbwGbps)
+    evidence += fmt::format("; the allreduces ran at {:.3g} GB/s bus bandwidth", *t.allreduceBusbwGbps);
+  if (ratio > 0)
+    evidence +=
+        fmt::format(", {} of what the link delivers ({}: {:.3g} GB/s)", percent(ratio, 0), ref->source, ref->busbwGbps);
+  if (ratio > 0 && ratio < kSlowerThanLinkShare) {
+    add(out, FindingKind::kCommBound, Severity::kWarning, {}, evidence + ": something other than the link slows them",
+        "look for what slows the collectives rather than for a faster link: CPU contention on the ranks' hosts, other "
+        "traffic on the network, a misconfigured transport",
+        Confidence::kLow, "ddpbench on the same hosts while the job is not running, and again while it is");
+    return;
+  }
+  const bool smallCompute = t.commMsMean >= forwardBackwardMs(t);
+  add(out, FindingKind::kCommBound, t.transferShare >= kCommBoundCritical ? Severity::kCritical : Severity::kWarning,
+      {}, evidence,
+      smallCompute ? "more compute per gradient exchange first: a larger batch per rank, or gradient accumulation "
+                     "(no_sync); then a faster link (an NVLink instance within a host, ERI/RDMA between hosts)"
+                   : "hide more of it: a bucket size that overlaps backward (--bucket-mb), DDP (not DataParallel) with "
+                     "NCCL; then a faster link (an NVLink instance within a host, ERI/RDMA between hosts)",
+      ratio >= kLinkLimitShare ? Confidence::kHigh : Confidence::kMedium,
+      "ddpbench --op allreduce at the gradient size on the same hosts: its busbw is what the link delivers");
+}
+
+void straggler(const RunData&, const TimingAnalysis& t, Findings& out) {
+  if (!t.straggler) return;
+  const auto& s = *t.straggler;
+  add(out, FindingKind::kStraggler, Severity::kWarning, {s.rank},
+      fmt::format("rank {} was the slowest in {} of steps, computing {:.1f} ms longer than the others' median; the "
+                  "others waited {:.1f} ms per step for it",
+                  s.rank, percent(s.slowestShare, 0), s.extraComputeMs, s.othersWaitMs),
+      "check that rank's host and GPU (clocks, thermal throttling, other jobs: nvidia-smi, top), its data shard and "
+      "loader, and CPU binding; every rank waits for the slowest at each allreduce",
+      s.slowestShare >= kStragglerSureShare ? Confidence::kHigh : Confidence::kMedium,
+      fmt::format("top and nvidia-smi on rank {}'s host while it runs; trace.json shows its steps against the others'",
+                  s.rank));
+}
+
+void loadImbalance(const RunData&, const TimingAnalysis& t, Findings& out) {
+  if (t.imbalanceRun < kImbalanceRatio || t.straggler) return;
+  add(out, FindingKind::kLoadImbalance, Severity::kWarning, {},
+      fmt::format("compute differs between ranks: slowest/mean = {:.2f} over the run (per step median {:.2f})",
+                  t.imbalanceRun, t.imbalanceStepMedian),
+      "balance the work per rank: equal shard sizes (a distributed sampler), equal sequence lengths per batch, same "
+      "hardware",
+      Confidence::kMedium, "the per-rank table: compute and data per rank");
+}
+
+void dataBound(const RunData&, const TimingAnalysis& t, Findings& out) {
+  const double data = t.phaseShare[Phase::kData];
+  if (data < kDataBoundShare) return;
+  add(out, FindingKind::kDataBound, data >= kDataBoundCritical ? Severity::kCritical : Severity::kWarning, {},
+      fmt::format("loading data takes {} of each step", percent(data, 0)),
+      "more data-loader workers (about the CPU cores), pinned memory and prefetching, faster storage (local NVMe), "
+      "efficient shard formats",
+      data >= kDataBoundCritical ? Confidence::kHigh : Confidence::kMedium,
+      "iterate the data loader alone, without training, and time a batch");
+}
+
+void smallBatch(const RunData&, const TimingAnalysis& t, Findings& out) {
+  const double computeMs = forwardBackwardMs(t);
+  if (t.commMsMean <= 0 || computeMs <= 0 || t.commMsMean < kSmallBatchCommRatio * computeMs ||
+      t.transferShare >= kCommBoundShare)
+    return;
+  add(out, FindingKind::kSmallBatch, Severity::kInfo, {},
+      fmt::format("gradient communication ({:.1f} ms per step) is comparable to forward + backward ({:.1f} ms): "
+                  "at this batch size synchronisation is a large part of the work",
+                  t.commMsMean, computeMs),
+      "a larger batch per rank (or gradient accumulation with no_sync) amortises the allreduce over more samples",
+      Confidence::kMedium, "rerun with twice the batch per rank: the communication's share should fall");
+}
+
+}  // namespace ddp::profiler::rules

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# diagnosis-scenarios.sh [--repeat N] [--smoke] [--doc] [SCENARIO...]: real causes, made from
+# outside the program (pinned ranks, ordinary busy processes, CPU quotas, SIGSTOP/SIGCONT, a slow
+# link between simulated hosts, a real NCCL log), each run under `ddprun --profile`; the report's
+# first finding is compared with the cause. Every scenario runs N times (default 3): the answer
+# must not flip from run to run. --smoke: one run of the quick scenarios (CTest). --doc: writes the
+# table into docs/diagnosis.md. Exits 1 when a run's first finding is not the expected one.
+# Needs DDP_BUILD_DIR (default build/), root for the quota and slow-link scenarios.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DDP_BUILD_DIR:-$root/build}
+ddprun=$build/launcher/ddprun train=$build/examples/train ddprof=$build/profiler/ddprof
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+repeat=3 doc=0 smoke=0 chosen=()
+all=(healthy nice-busy-core-1 busy-core-1 busy-core-0 shared-core quota-1 sigstop-1 oversubscribed small-batch
+  socket-fallback slow-link)
+quick=(healthy busy-core-1 busy-core-0 sigstop-1 oversubscribed socket-fallback)
+while [ $# -gt 0 ]; do
+  case $1 in
+    --repeat) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "diagnosis-scenarios.sh: --repeat needs a count" >&2; exit 2; }
+              repeat=$2; shift 2 ;;
+    --smoke) smoke=1 repeat=1; shift ;;
+    --doc) doc=1; shift ;;
+    -*) echo "diagnosis-scenarios.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) [[ " ${all[*]} " == *" $1 "* ]] || { echo "diagnosis-scenarios.sh: unknown scenario '$1' (known: ${all[*]})" >&2; exit 2; }
+       chosen+=("$1"); shift ;;
+  esac
+done
+((${#chosen[@]})) || { ((smoke)) && chosen=("${quick[@]}") || chosen=("${all[@]}"); }
+work=$(mktemp -d)
+busy_pids=()
+cleanup() {
+  for p in "${busy_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rmdir /sys/fs/cgroup/cpu/ddpscen 2>/dev/null || true
+  "$root/scripts/simulate-hosts" down >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+results=$work/results.jsonl
+
+# The expected first finding of each scenario ("none": no warning or critical finding at all),
+# what makes it, and the program each rank runs: train on a core of its own (taskset -c RANK).
+declare -A expect=([healthy]=none [nice-busy-core-1]=none [busy-core-1]="cpu_contention 1" [busy-core-0]="cpu_contention 0"
+  [shared-core]="cpu_contention 0,1" [quota-1]="cpu_contention 1" [sigstop-1]="stalls 1"
+  [oversubscribed]="cpu_contention 0,1,2,3" [small-batch]="comm_bound" [socket-fallback]=socket_fallback
+  [slow-link]=comm_bound)
+declare -A made=(
+  [healthy]="2 ranks of train --model cnn, each pinned to its own core, nothing else running"
+  [nice-busy-core-1]="the same, with a busy loop at nice 19 on rank 1's core: the scheduler gives the rank almost all of it"
+  [busy-core-1]="the same, with an ordinary busy loop (taskset -c 1 sh -c 'while :; do :; done') on rank 1's core"
+  [busy-core-0]="the same, with the busy loop on rank 0's core"
+  [shared-core]="a wrong affinity: both ranks pinned to core 0 (taskset -c 0), core 1 idle"
+  [quota-1]="rank 1 in a cgroup with a CPU quota of 0.4 cores (cpu.cfs_quota_us), each rank on its own core"
+  [sigstop-1]="rank 1's process stopped for 0.3 s and continued, 8 times 0.4 s apart (kill -STOP / -CONT)"
+  [oversubscribed]="the README's main job: 4 ranks of train --model mlp on this 2-core machine"
+  [small-batch]="2 pinned ranks of train --backend gloo --model mlp --batch-size 2: 2.7 MB of gradients for 2 samples a step"
+  [socket-fallback]="a healthy run's directory with a real 2-host NCCL log on TCP sockets (fixture 13)"
+  [slow-link]="2 simulated hosts x 2 ranks over Gloo, host sim1's link limited to 10 Mbit/s (tc tbf)")
+
+pinned() {  # pinned RUN_DIR PREFIX TRAIN_ARGS...: 2 ranks, each on core RANK (or PREFIX's choice)
+  local run=$1 prefix=$2
+  shift 2
+  "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 2 -- sh -c \
+    "$prefix exec taskset -c \${DDP_CORE:-\$RANK} \"\$0\" \"\$@\"" "$train" "$@" >/dev/null
+}
+
+busy_loop() {  # busy_loop CORE [NICE]
+  nice -n "${2:-0}" taskset -c "$1" sh -c 'while :; do :; done' &
+  busy_pids+=($!)
+}
+
+stop_busy() {
+  for p in "${busy_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  busy_pids=()
+}
+
+run_scenario() {  # run_scenario NAME RUN_DIR
+  local name=$1 run=$2 cnn=(--model cnn --batch-size 32 --steps 250 --log-every 1000)
+  case $name in
+    healthy) pinned "$run" "" "${cnn[@]}" ;;
+    nice-busy-core-1) busy_loop 1 19; pinned "$run" "" "${cnn[@]}"; stop_busy ;;
+    busy-core-1) busy_loop 1; pinned "$run" "" "${cnn[@]}"; stop_busy ;;
+    busy-core-0) busy_loop 0; pinned "$run" "" "${cnn[@]}"; stop_busy ;;
+    shared-core) pinned "$run" "DDP_CORE=0;" "${cnn[@]}" ;;
+    quota-1)
+      mkdir -p /sys/fs/cgroup/cpu/ddpscen
+      echo 100000 >/sys/fs/cgroup/cpu/ddpscen/cpu.cfs_period_us
+      echo 40000 >/sys/fs/cgroup/cpu/ddpscen/cpu.cfs_quota_us
+      pinned "$run" 'if [ "$RANK" = 1 ]; then echo $$ >/sys/fs/cgroup/cpu/ddpscen/cgroup.procs; fi;' "${cnn[@]}" ;;
+    sigstop-1)
+      pinned "$run" 'echo $$ >"$DDPRUN_RUN_DIR/pid.$RANK";' --model cnn --batch-size 32 --steps 700 --log-every 1000 &
+      local job=$! pid=""
+      for _ in $(seq 400); do [ -s "$run/timings/rank-00001.jsonl" ] && pid=$(cat "$run/pid.1") && break; sleep 0.05; done
+      [ -n "$pid" ] || { echo "diagnosis-scenarios.sh: rank 1 never started" >&2; wait $job; return 1; }
+      for _ in $(seq 8); do kill -STOP "$pid"; sleep 0.3; kill -CONT "$pid"; sleep 0.4; done
+      wait $job ;;
+    oversubscribed) "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 4 "$train" --model mlp \
+                      --steps 200 --batch-size 32 >/dev/null ;;
+    small-batch) pinned "$run" "" --backend gloo --model mlp --batch-size 2 --steps 1500 --log-every 10000 ;;
+    socket-fallback)
+      pinned "$run" "" --model cnn --batch-size 32 --steps 30 --log-every 1000
+      cp "$root/tests/data/nccl-logs/13-nccltests284-table-header-interleaved-init-timings-dash-form.log" "$run/nccl/"
+      "$ddprof" report "$run" >/dev/null ;;
+    slow-link)
+      "$root/scripts/simulate-hosts" up 2 --rate sim1=10mbit >/dev/null
+      "$root/scripts/simulate-hosts" exec sim0 -- "$ddprun" --profile --output quiet --log-level error --run-dir "$run" \
+        -H sim0:2,sim1:2 "$train" --backend gloo --model cnn --batch-size 128 --steps 30 --log-every 100 >/dev/null
+      "$root/scripts/simulate-hosts" down >/dev/null ;;
+  esac
+}
+
+# The report's first finding that is a warning or worse: "KIND RANKS CONFIDENCE DELAY", or
+# "none - - DELAY"; DELAY: the ranks' run-queue wait (lowest-highest mean %, "-" unsampled).
+first_finding() {
+  /usr/bin/python3 - "$1/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+delays = [u["run_delay_pct_mean"] for u in r.get("utilisation", []) if u.get("run_delay_pct_mean") is not None]
+delay = f"{min(delays):.0f}-{max(delays):.0f}" if delays else "-"
+problems = [f for f in r["findings"] if f["severity"] != "info"]
+if not problems:
+    print("none - -", delay)
+else:
+    f = problems[0]
+    print(f["kind"], ",".join(map(str, f["ranks"])) or "-", f["confidence"], delay)
+PY
+}
+
+for name in "${chosen[@]}"; do
+  for i in $(seq "$repeat"); do
+    run=$work/$name-$i
+    echo "== $name, run $i of $repeat" >&2
+    status=ok
+    run_scenario "$name" "$run" || status="the run failed"
+    read -r kind ranks confidence delay < <(first_finding "$run" 2>/dev/null || echo "no-report - - -")
+    want=${expect[$name]}
+    got=$kind
+    [[ $want == *" "* ]] && got="$kind $ranks"
+    if [[ $got != "$want" ]]; then
+      status="${status/ok/}expected $want"
+      sed -n '/^findings/,/^per rank/p' "$run/report.txt" >&2 2>/dev/null || true
+    fi
+    echo "{\"scenario\": \"$name\", \"run\": $i, \"kind\": \"$kind\", \"ranks\": \"$ranks\", \"confidence\": \"$confidence\", \"run_delay_pct\": \"$delay\", \"status\": \"${status}\"}" | tee -a "$results"
+  done
+done
+
+meta=$work/meta.tsv
+for name in "${all[@]}"; do printf '%s\t%s\t%s\n' "$name" "${expect[$name]}" "${made[$name]}"; done >"$meta"
+/usr/bin/python3 - "$results" "$doc" "$root" "$repeat" "$meta" <<'PY'
+import json, subprocess, sys, collections
+results, doc, root, repeat = sys.argv[1], sys.argv[2] == "1", sys.argv[3], int(sys.argv[4])
+meta = [line.rstrip("\n").split("\t") for line in open(sys.argv[5])]
+expect = {m[0]: m[1] for m in meta}
+made = {m[0]: m[2] for m in meta}
+rows = [json.loads(l) for l in open(results) if l.strip()]
+by = collections.OrderedDict()
+for r in rows:
+    by.setdefault(r["scenario"], []).append(r)
+failed = [r for r in rows if r["status"] != "ok"]
+print(f"{len(rows) - len(failed)} of {len(rows)} runs found the expected first finding")
+if doc:
+    lines = ["## Scenarios (`scripts/diagnosis-scenarios.sh`)", "",
+             f"Each cause made from outside the program, each scenario run {repeat} times under `ddprun --profile` on this "
+             "2-core machine; the first finding that is a warning or worse is compared with the cause (`none`: the report "
+             "must have no warning at all).", "",
+             "| scenario | how it was made | expected first finding | what the reports said | ranks' run-queue wait, % of their time (lowest–highest rank, each run) | |",
+             "|---|---|---|---|---|---|"]
+    for name, rs in by.items():
+        said = "; ".join(f"{r['kind']}" + (f" ({'ranks' if ',' in r['ranks'] else 'rank'} "
+                                            f"{r['ranks'].replace(',', ', ')})" if r["ranks"] != "-" else "") +
+                         (f", {r['confidence']}" if r["confidence"] != "-" else "") for r in rs)
+        ok = all(r["status"] == "ok" for r in rs)
+        waits = "; ".join(r["run_delay_pct"].replace("-", "–") if r["run_delay_pct"] != "-" else "–" for r in rs)
+        lines.append(f"| `{name}` | {made.get(name, '')} | {expect.get(name, '')} | {said} | {waits} | "
+                     f"{'pass' if ok else 'FAIL'} |")
+    lines += ["", f"{sum(all(r['status'] == 'ok' for r in rs) for rs in by.values())} of {len(by)} scenarios pass in every run."]
+    subprocess.run(["/usr/bin/python3", f"{root}/bench/update_section.py", f"{root}/docs/diagnosis.md", "scenarios"],
+                   input="\n".join(lines), text=True, check=True)
+for r in failed:
+    print("FAILED:", json.dumps(r))
+sys.exit(1 if failed else 0)
+PY

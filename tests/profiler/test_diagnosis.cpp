@@ -1,0 +1,372 @@
+// The diagnosis on causes from outside the program, constructed with known answers: a host
+// with more ranks than cores, a busy process on one rank's core, a CPU quota, a rank stopped
+// and continued, a late peer that is not the network's fault, communication measured against
+// the link, a throttled GPU; the verdict, the order of the findings and consistent statistics.
+#include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/report.hpp"
+#include "support/run_records.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace ddp::profiler;
+using Catch::Contains;
+using ddp::Phase;
+using ddp::StepRecord;
+using ddp::UtilSample;
+
+namespace {
+
+constexpr int64_t kStart = 1'000'000'000;
+
+// Step s of rank r takes compute(r, s) ms; the others wait for the slowest in comm_wait, plus
+// `transfer` ms that even the slowest waits; one gradient bucket of `bytes`.
+RunData syncRun(int ranks, int steps, const std::function<double(int, int)>& compute, double transfer = 1,
+                uint64_t bytes = 1 << 20) {
+  RunData run;
+  run.dir = "constructed";
+  run.worldSize = ranks;
+  int64_t at = kStart;
+  for (int s = 0; s < steps; ++s) {
+    double slowest = 0;
+    for (int r = 0; r < ranks; ++r) slowest = std::max(slowest, compute(r, s));
+    for (int r = 0; r < ranks; ++r) {
+      StepRecord rec;
+      rec.rank = r;
+      rec.worldSize = ranks;
+      rec.step = s;
+      rec.startUnixUs = at;
+      rec.samples = 32;
+      const double c = compute(r, s);
+      rec.phasesMs[Phase::kData] = 0.1 * c;
+      rec.phasesMs[Phase::kForward] = 0.3 * c;
+      rec.phasesMs[Phase::kBackward] = 0.5 * c;
+      rec.phasesMs[Phase::kOptimizer] = 0.1 * c;
+      rec.phasesMs[Phase::kCommWait] = slowest - c + transfer;
+      rec.stepMs = slowest + transfer;
+      rec.collectives.push_back({ddp::CollectiveOp::kAllreduce, 0, bytes, at + static_cast<int64_t>(c * 900),
+                                 slowest - c + transfer + 0.1 * c});
+      run.timings[r].push_back(rec);
+    }
+    at += static_cast<int64_t>((slowest + transfer) * 1000);
+  }
+  return run;
+}
+
+// Samples every 500 ms over the run for rank r.
+void sample(RunData& run, int rank, int count, const std::function<void(UtilSample&, int)>& fill) {
+  for (int i = 0; i < count; ++i) {
+    UtilSample u;
+    u.rank = rank;
+    u.tUnixUs = kStart + i * 500'000;
+    u.cpuPct = 100;
+    u.hostCpus = 2;
+    fill(u, i);
+    run.utilisation[rank].push_back(u);
+  }
+}
+
+std::vector<Finding> findingsOf(const RunData& run) { return diagnose(run, analyseTimings(run)); }
+
+std::string kinds(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const auto& f : findings) out += std::string(out.empty() ? "" : ",") + std::string(findingKindName(f.kind));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("four ranks on two cores: contention first, not the network", "[profiler][diagnosis]") {
+  // Everything is slow and mostly waiting: what the main job on a 2-core machine looks like.
+  auto run = syncRun(
+      4, 40, [](int r, int) { return 10.0 + r; }, 12.0);
+  for (int r = 0; r < 4; ++r) {
+    run.exits.push_back(ddp::test::exitOf(r, 0, std::nullopt, "vm", false));
+    sample(run, r, 10, [](UtilSample& u, int) {
+      u.cpus = "0-1";
+      u.runDelayPct = 45;
+    });
+  }
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "cpu_contention");
+  CHECK(findings.front().severity == Severity::kCritical);
+  CHECK(findings.front().confidence == Confidence::kHigh);
+  CHECK(findings.front().ranks == std::vector<int>{0, 1, 2, 3});
+  CHECK_THAT(findings.front().evidence, Contains("4 ranks share 2 CPU(s) (0-1) on vm"));
+  CHECK_THAT(findings.front().evidence, Contains("it explains the comm_bound finding"));
+  CHECK(kinds(findings).find("comm_bound") == std::string::npos);  // folded into the cause
+  const auto t = analyseTimings(run);
+  const Report report{run, t, findings};
+  CHECK_THAT(renderReportText(report), Contains("verdict: fix first: cpu_contention (ranks 0-3), high confidence"));
+}
+
+TEST_CASE("a busy process on rank 1's core: contention names rank 1 and the process", "[profiler][diagnosis]") {
+  auto run = syncRun(2, 60, [](int r, int s) { return r == 1 ? 20.0 + (s % 7 == 0 ? 60 : 0) : 10.0; });
+  sample(run, 0, 12, [](UtilSample& u, int) {
+    u.cpus = "0";
+    u.runDelayPct = 1;
+  });
+  sample(run, 1, 12, [](UtilSample& u, int) {
+    u.cpus = "1";
+    u.runDelayPct = 48;
+    u.cpuPct = 51;
+    u.others = {{4242, "sh", 97.5, "1"}};
+  });
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  const auto& first = findings.front();
+  CHECK(findingKindName(first.kind) == "cpu_contention");
+  CHECK(first.ranks == std::vector<int>{1});
+  CHECK(first.confidence == Confidence::kHigh);
+  CHECK_THAT(first.evidence,
+             Contains("rank 1 waited for a CPU 48 %") && Contains("sh (pid 4242, 98 % CPU on CPU(s) 1)"));
+  CHECK_THAT(first.evidence, Contains("the others waited"));
+  CHECK_THAT(first.fix, Contains("move sh off the CPU(s) of rank 1"));
+  CHECK(kinds(findings).find("straggler") == std::string::npos);  // the straggler is the contended rank
+  CHECK(kinds(findings).find("comm_bound") == std::string::npos);
+}
+
+TEST_CASE("the same busy process on rank 0's core names rank 0, not the network", "[profiler][diagnosis]") {
+  // Rank 0 stalls for seconds; the others' comm_wait is long, but the transfer itself is short.
+  auto run = syncRun(2, 60, [](int r, int s) { return r == 0 ? (s % 10 == 3 ? 3700.0 : 30.0) : 10.0; });
+  sample(run, 0, 30, [](UtilSample& u, int) {
+    u.cpus = "0";
+    u.runDelayPct = 52;
+    u.others = {{777, "stress", 99, "0"}};
+  });
+  sample(run, 1, 30, [](UtilSample& u, int) {
+    u.cpus = "1";
+    u.runDelayPct = 0.5;
+  });
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  CHECK(findingKindName(findings.front().kind) == "cpu_contention");
+  CHECK(findings.front().ranks == std::vector<int>{0});
+  CHECK(kinds(findings).find("comm_bound") == std::string::npos);
+  CHECK(kinds(findings).find("stalls") != std::string::npos);  // the symptom, after its cause
+}
+
+TEST_CASE("a CPU quota on one rank is named with the quota", "[profiler][diagnosis]") {
+  auto run = syncRun(2, 40, [](int r, int) { return r == 1 ? 19.0 : 10.0; });
+  sample(run, 1, 10, [](UtilSample& u, int) {
+    u.throttledPct = 45;
+    u.cpuQuota = 0.5;
+    u.runDelayPct = 2;
+  });
+  const auto findings = findingsOf(run);
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "cpu_contention");
+  CHECK_THAT(findings.front().evidence, Contains("held back by its cgroup's CPU quota (0.5 cores) 45 %"));
+  CHECK(findings.front().severity == Severity::kCritical);
+}
+
+TEST_CASE("ranks short of CPU for the same reason make one finding that names them all", "[profiler][diagnosis]") {
+  // Each rank on its own core, each core shared with the same kind of busy loop: two busy loops
+  // of one program, one finding for ranks 0 and 1.
+  auto run = syncRun(2, 40, [](int r, int) { return r == 1 ? 21.0 : 20.0; });
+  for (int r = 0; r < 2; ++r)
+    sample(run, r, 10, [r](UtilSample& u, int) {
+      u.cpus = std::to_string(r);
+      u.runDelayPct = 40 + r;
+      u.others = {{900 + r, "yes", 99, std::to_string(r)}};
+    });
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  CHECK(std::count_if(findings.begin(), findings.end(),
+                      [](const Finding& f) { return f.kind == FindingKind::kCpuContention; }) == 1);
+  CHECK(findings.front().ranks == std::vector<int>{0, 1});
+  CHECK_THAT(findings.front().evidence, Contains("ranks 0, 1 waited for a CPU 40–41 % of their time") &&
+                                            Contains("yes (pid 900") && Contains("yes (pid 901"));
+}
+
+TEST_CASE("a slow link beside milder contention: the link first, the contention after it", "[profiler][diagnosis]") {
+  // Every rank waits for a CPU a quarter of its time, but the transfer takes half of each step.
+  auto run = syncRun(
+      2, 40, [](int, int) { return 20.0; }, 20.0);
+  for (int r = 0; r < 2; ++r)
+    sample(run, r, 10, [](UtilSample& u, int) {
+      u.cpus = "0-1";
+      u.runDelayPct = 25;
+    });
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE(findings.size() >= 2);
+  CHECK(findingKindName(findings[0].kind) == "comm_bound");
+  CHECK(findingKindName(findings[1].kind) == "cpu_contention");
+  // And the other way round: the same transfer with ranks waiting for a CPU most of their time.
+  for (auto& [rank, samples] : run.utilisation)
+    for (auto& u : samples) u.runDelayPct = 60;
+  const auto worse = findingsOf(run);
+  INFO(kinds(worse));
+  CHECK(findingKindName(worse.front().kind) == "cpu_contention");
+  CHECK(kinds(worse).find("comm_bound") == std::string::npos);
+  CHECK_THAT(worse.front().evidence, Contains("it explains the comm_bound finding"));
+}
+
+TEST_CASE("start-up's CPU wait is not the steps' contention", "[profiler][diagnosis]") {
+  // Loading libraries waits for a CPU before the first step; the steps themselves do not.
+  auto run = syncRun(2, 200, [](int, int) { return 10.0; });
+  for (int r = 0; r < 2; ++r) {
+    for (int i = 0; i < 4; ++i) {
+      UtilSample u;
+      u.rank = r;
+      u.tUnixUs = kStart - 1'500'000 + i * 500'000;  // the last one ends at the first step
+      u.runDelayPct = 90;
+      u.cpus = std::to_string(r);
+      run.utilisation[r].push_back(u);
+    }
+    sample(run, r, 4, [r](UtilSample& u, int) {
+      u.tUnixUs += 500'000;  // within the steps (200 steps of 11 ms)
+      u.runDelayPct = 2;
+      u.cpus = std::to_string(r);
+    });
+  }
+  const auto t = analyseTimings(run);
+  REQUIRE(t.utilisation.size() == 2);
+  CHECK(t.utilisation[0].samples == 4);
+  CHECK(t.utilisation[0].runDelayPctMean == Approx(2));
+  CHECK(kinds(diagnose(run, t)).find("cpu_contention") == std::string::npos);
+  CHECK(analyseUtilisation(run).front().samples == 8);  // without a window: every sample
+}
+
+TEST_CASE("a rank's own threads on its one core: threads_oversubscribed, not contention", "[profiler][diagnosis]") {
+  // Each rank pinned to a core of its own, using all of it, its compute thread waiting for its
+  // own busy-polling communication thread; nothing outside the job runs there.
+  auto run = syncRun(2, 40, [](int, int) { return 10.0; });
+  for (int r = 0; r < 2; ++r)
+    sample(run, r, 10, [r](UtilSample& u, int) {
+      u.cpus = std::to_string(r);
+      u.cpuPct = 99;
+      u.runDelayPct = 43;
+      u.busyThreads = 2;
+    });
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "threads_oversubscribed");
+  CHECK(findings.front().ranks == std::vector<int>{0, 1});
+  CHECK_THAT(findings.front().evidence, Contains("ranks 0, 1 ran 2 busy threads on 1 CPU(s) each, and each one's "
+                                                 "busiest thread waited for a CPU 43 % of the time"));
+  CHECK_THAT(findings.front().fix, Contains("OMP_NUM_THREADS"));
+  CHECK(kinds(findings).find("cpu_contention") == std::string::npos);
+  // One busy thread a core: then something else has the rest of the core.
+  for (auto& [rank, samples] : run.utilisation)
+    for (auto& u : samples) u.busyThreads = 1, u.cpuPct = 50;
+  CHECK(findingKindName(findingsOf(run).front().kind) == "cpu_contention");
+}
+
+TEST_CASE("a rank stopped and continued: stalls name it and say it was stopped", "[profiler][diagnosis]") {
+  // Rank 1 is stopped for 400 ms in 8 of 80 steps of about 58 ms.
+  auto stopped = [](int s) { return s % 10 == 5; };
+  auto run = syncRun(2, 80, [&](int r, int s) { return r == 1 && stopped(s) ? 457.0 : 57.0; });
+  const auto& steps = run.timings[1];
+  for (const auto& rec : steps)
+    if (stopped(static_cast<int>(rec.step))) {
+      UtilSample u;
+      u.rank = 1;
+      u.tUnixUs = rec.startUnixUs + 200'000;
+      u.stopped = true;
+      run.utilisation[1].push_back(u);
+    }
+  const auto t = analyseTimings(run);
+  CHECK(t.stalls.size() == 8);
+  const auto findings = diagnose(run, t);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  const auto& first = findings.front();
+  CHECK(findingKindName(first.kind) == "stalls");
+  CHECK(first.ranks == std::vector<int>{1});
+  CHECK(first.confidence == Confidence::kHigh);
+  CHECK(first.severity == Severity::kWarning);
+  CHECK_THAT(first.evidence, Contains("8 steps stalled") && Contains("the others waited for rank 1") &&
+                                 Contains("seen stopped (state T) during 8 of them"));
+  CHECK_THAT(first.fix, Contains("SIGSTOP"));
+}
+
+TEST_CASE("waiting for a late peer is not communication-bound", "[profiler][diagnosis]") {
+  // Rank 1 computes 30 ms, rank 0 10 ms: rank 0 waits 20 ms a step, yet the transfer is 1 ms.
+  auto run = syncRun(
+      2, 40, [](int r, int) { return r == 1 ? 30.0 : 10.0; }, 1.0);
+  const auto t = analyseTimings(run);
+  CHECK(t.exposedCommShare > 0.3);
+  CHECK(t.transferShare < 0.05);
+  CHECK(t.peerWaitShare > 0.3);
+  const auto findings = diagnose(run, t);
+  CHECK(findingKindName(findings.front().kind) == "straggler");
+  CHECK_THAT(findings.front().evidence, Contains("the others waited 20.0 ms per step for it"));
+  CHECK(kinds(findings).find("comm_bound") == std::string::npos);
+}
+
+TEST_CASE("communication measured against the link", "[profiler][diagnosis]") {
+  // Every rank waits 30 ms for the transfer of 64 MiB: 2.2 GB/s of bus bandwidth at 2 ranks.
+  auto run = syncRun(
+      2, 30, [](int, int) { return 20.0; }, 30.0, 64 << 20);
+  const auto t = analyseTimings(run);
+  REQUIRE(t.allreduceBusbwGbps);
+  CHECK(*t.allreduceBusbwGbps == Approx(64.0 * (1 << 20) / 0.032 / 1e9).epsilon(0.01));
+  SECTION("at the link's speed: the link is the limit") {
+    run.bench.push_back({"mpi", "allreduce", 2, 64 << 20, 0, 0, 2.5});
+    const auto findings = findingsOf(run);
+    CHECK(findingKindName(findings.front().kind) == "comm_bound");
+    CHECK(findings.front().confidence == Confidence::kHigh);
+    CHECK_THAT(findings.front().evidence, Contains("of what the link delivers"));
+  }
+  SECTION("far below the link: something else slows it") {
+    run.bench.push_back({"mpi", "allreduce", 2, 64 << 20, 0, 0, 40.0});
+    const auto findings = findingsOf(run);
+    const auto comm = std::find_if(findings.begin(), findings.end(),
+                                   [](const Finding& f) { return f.kind == FindingKind::kCommBound; });
+    REQUIRE(comm != findings.end());
+    CHECK(comm->confidence == Confidence::kLow);
+    CHECK_THAT(comm->evidence, Contains("something other than the link slows them"));
+  }
+}
+
+TEST_CASE("a GPU held down by its power limit", "[profiler][diagnosis]") {
+  auto run = syncRun(1, 20, [](int, int) { return 10.0; });
+  sample(run, 0, 10, [](UtilSample& u, int i) {
+    u.gpuUtilPct = 99;
+    u.gpuSmClockMhz = 1100;
+    u.gpuSmClockMaxMhz = 1980;
+    if (i % 2) u.gpuThrottle = {"sw_power_cap"};
+  });
+  const auto findings = findingsOf(run);
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "gpu_throttled");
+  CHECK_THAT(findings.front().evidence, Contains("sw_power_cap") && Contains("SM clock 1100 of 1980 MHz"));
+}
+
+TEST_CASE("every per-rank figure is at most its rank's step figure, with outliers", "[profiler][diagnosis]") {
+  auto run = syncRun(3, 50, [](int r, int s) { return s % 9 == 0 ? 400.0 * (r + 1) : 10.0 + r; });
+  const auto t = analyseTimings(run);
+  for (const auto& r : t.ranks) {
+    INFO("rank " << r.rank);
+    for (Phase p : ddp::kPhases) CHECK(r.phaseMsMedian[p] <= r.stepMsMedian);
+    CHECK(r.computeMsMedian <= r.stepMsMedian);
+    CHECK(r.peerWaitMsMedian <= r.phaseMsMedian[Phase::kCommWait] + 1e-9);
+  }
+}
+
+TEST_CASE("the verdict: healthy, or nothing measured", "[profiler][diagnosis]") {
+  auto run = syncRun(
+      2, 30, [](int, int) { return 20.0; }, 0.5);
+  auto t = analyseTimings(run);
+  auto findings = diagnose(run, t);
+  CHECK(std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.severity != Severity::kInfo; }));
+  CHECK_THAT(renderReportText({run, t, findings}),
+             Contains("verdict: healthy: no rule found a problem; the ranks compute"));
+  RunData empty;
+  empty.dir = "nothing";
+  empty.exits.push_back(ddp::test::exitOf(0, 0, std::nullopt, "h", false));
+  t = analyseTimings(empty);
+  findings = diagnose(empty, t);
+  const auto text = renderReportText({empty, t, findings});
+  CHECK_THAT(text, Contains("verdict: not measured: no step timings (timings/*.jsonl is empty)"));
+  CHECK(text.find("0.0 samples/s") == std::string::npos);
+  CHECK(text.find("imbalance 1.00") == std::string::npos);
+}

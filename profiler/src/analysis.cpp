@@ -92,11 +92,14 @@ std::optional<double> allreduceBusbw(const std::map<int, const StepRecord*>& ran
 }
 
 void addStep(const std::map<int, const StepRecord*>& ranks, StepSums& sums, TimingAnalysis& a) {
+  // The step's time is the mean of the ranks' step times: each rank's steps add up to the time the
+  // run took, so throughput follows; the slowest rank's, a maximum over ranks whose steps jitter
+  // out of phase, would overstate it.
   double wall = 0, maxCompute = -1, sumCompute = 0, minWait = 1e300;
   int slowestRank = -1;
   int64_t samples = 0;
   for (const auto& [rank, r] : ranks) {
-    wall = std::max(wall, r->stepMs);
+    wall += r->stepMs / static_cast<double>(ranks.size());
     minWait = std::min(minWait, r->phasesMs[Phase::kCommWait]);
     const double c = compute(*r);
     sumCompute += c;

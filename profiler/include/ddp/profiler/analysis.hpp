@@ -75,7 +75,7 @@ struct TimingAnalysis {
   std::vector<RankTiming> ranks;
   size_t stepsAnalysed = 0;                // steps present on every rank (the first one skipped as warm-up
   bool warmupSkipped = false;              //   when there are more than 3)
-  double stepMsMedian = 0, stepMsP95 = 0;  // per step, the slowest rank's
+  double stepMsMedian = 0, stepMsP95 = 0;  // per step, the mean over the ranks
   double samplesPerSecond = 0;             // global samples per step / median step
   int64_t globalSamplesPerStep = 0;
   PhaseArray<double> phaseShare;  // mean share of the step, over ranks and steps

@@ -502,6 +502,12 @@ void Job::reportVerdict(const Verdict& v) {
       logger()->error("the last {} lines of {}:{}", found, log, lines);
     else if (rec.host != localHost_)
       logger()->error("its log is {} on {}", log, rec.host);
+    for (int r : v.alsoFailed) {
+      const auto& also = v.records.at(r);
+      logger()->error("rank {} on {} also failed by itself, {:.1f} s after it: {}; its log: {}", r, also.host,
+                      std::max(0.0, (also.endUnixUs - rec.endUnixUs) / 1e6), also.exitStatus().describe(),
+                      layout_.rankLog(r));
+    }
     if (!collateral.empty()) logger()->error("{}", collateral);
   } else if (interruptedBy_) {
     logger()->warn("stopped by {}: rank(s) {} were stopped", signalName(*interruptedBy_),

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <utility>
@@ -14,13 +15,30 @@
 namespace ddp::launcher {
 namespace {
 
-// The lock file of a port, locked; -1 when another process holds it.
+std::string lockPath(int port) { return fmt::format("/tmp/ddprun-port-{}.lock", port); }
+
+// The lock file of a port, locked; -1 when another process holds it. A file its holder removed
+// between our open and our lock is not the lock any more (the path names another file, or none):
+// that counts as held, and the caller tries another port.
 int lockPort(int port) {
-  const std::string lock = fmt::format("/tmp/ddprun-port-{}.lock", port);
+  const std::string lock = lockPath(port);
   int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
+  if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::stat(lock.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+        held.st_dev == named.st_dev)
+      return fd;
+  }
   if (fd >= 0) ::close(fd);
   return -1;
+}
+
+// Removes the lock file while still holding it (so nobody locks a file about to disappear),
+// then lets it go.
+void releasePort(int fd, int port) {
+  if (fd < 0) return;
+  ::unlink(lockPath(port).c_str());
+  ::close(fd);
 }
 
 }  // namespace
@@ -41,7 +59,7 @@ PortReservation::PortReservation(int wanted) {
   const int fd = lockPort(wanted);
   const std::string why = fd >= 0 ? io::bindError(wanted) : "another ddprun run holds it";
   if (!why.empty()) {
-    if (fd >= 0) ::close(fd);
+    releasePort(fd, wanted);
     throw ConfigError(
         fmt::format("--master-port {} is not free on this host ({}): choose another port, or leave "
                     "--master-port out and ddprun picks a free one",
@@ -51,16 +69,14 @@ PortReservation::PortReservation(int wanted) {
   port_ = wanted;
 }
 
-PortReservation::~PortReservation() {
-  if (fd_ >= 0) ::close(fd_);
-}
+PortReservation::~PortReservation() { releasePort(fd_, port_); }
 
 PortReservation::PortReservation(PortReservation&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), port_(std::exchange(other.port_, 0)) {}
 
 PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
+    releasePort(fd_, port_);
     fd_ = std::exchange(other.fd_, -1);
     port_ = std::exchange(other.port_, 0);
   }

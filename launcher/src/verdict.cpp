@@ -11,8 +11,9 @@ RankStatus statusOf(const VerdictInput& in, const Verdict& v, const RankExitReco
   if (!reported) return RankStatus::kLost;
   if (v.hang && std::count(in.hung.begin(), in.hung.end(), rec.rank)) return RankStatus::kHung;
   if (v.culprit && rec.rank == *v.culprit) return RankStatus::kCulprit;
-  if (rec.failed() || rec.stopRequested)
-    return in.interruptedBy && !v.culprit ? RankStatus::kStopped : RankStatus::kCollateral;
+  // Collateral is what ddprun stopped; a rank that failed by itself keeps its own failure.
+  if (rec.stopRequested) return in.interruptedBy && !v.culprit ? RankStatus::kStopped : RankStatus::kCollateral;
+  if (rec.failed()) return RankStatus::kFailed;
   return RankStatus::kOk;
 }
 
@@ -52,6 +53,7 @@ Verdict judgeRanks(const VerdictInput& in) {
     rec.status = statusOf(in, v, rec, reported);
     if (rec.status == RankStatus::kLost) v.lost.push_back(r);
     if (rec.status == RankStatus::kCollateral || rec.status == RankStatus::kStopped) v.collateral.push_back(r);
+    if (rec.status == RankStatus::kFailed) v.alsoFailed.push_back(r);
     v.records[r] = rec;
   }
   chooseExit(in, v);

@@ -25,7 +25,9 @@ struct Verdict {
   std::map<int, RankExitRecord> records;  // every rank, with its status
   std::optional<int> culprit;             // the hung rank, else the first to fail on its own
   bool hang = false;
-  std::vector<int> collateral, lost;
+  std::vector<int> collateral;  // ranks ddprun stopped (after the culprit, or on Ctrl-C)
+  std::vector<int> alsoFailed;  // ranks that failed by themselves after the culprit, each with its own code
+  std::vector<int> lost;
   RunStatus status = RunStatus::kSucceeded;
   int exitCode =
       0;  // 128 + signal when interrupted, 124 for a hang, the culprit's shell code, 1 (or mpirun's) for lost ranks

@@ -116,6 +116,26 @@ TEST_CASE("ports: a free one is held; a held or used one is refused", "[launcher
   PortReservation moved(std::move(again));
   CHECK(moved.port() == used);
   CHECK_THROWS_AS(PortReservation(used), ddp::ConfigError);  // the lock moved with it
+  const auto lockOf = [](int port) { return fs::path(fmt::format("/tmp/ddprun-port-{}.lock", port)); };
+  CHECK(fs::exists(lockOf(used)));
+  int firstPort = first.port();
+  { PortReservation gone(std::move(first)); }
+  CHECK_FALSE(fs::exists(lockOf(firstPort)));  // no lock file left behind
+}
+
+TEST_CASE("ports: no lock files left behind by reservations", "[launcher][port]") {
+  int port = 0;
+  {
+    PortReservation r;
+    port = r.port();
+    CHECK(fs::exists(fmt::format("/tmp/ddprun-port-{}.lock", port)));
+  }
+  CHECK_FALSE(fs::exists(fmt::format("/tmp/ddprun-port-{}.lock", port)));
+  int busy = 0;
+  const int fd = io::listenTcp("0.0.0.0", busy);
+  CHECK_THROWS(PortReservation(busy));
+  ::close(fd);
+  CHECK_FALSE(fs::exists(fmt::format("/tmp/ddprun-port-{}.lock", busy)));  // nor by a refusal
 }
 
 TEST_CASE("run directories: a default name gets a suffix, an explicit one with a run is refused",
@@ -195,6 +215,17 @@ TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][v
   CHECK(v.lost == std::vector<int>{3});
   CHECK(v.status == RunStatus::kFailed);
   CHECK(v.exitCode == 128 + SIGSEGV);
+
+  // A second rank that fails by itself after the culprit keeps its own failure and code: it
+  // was not stopped by ddprun.
+  auto two = in;
+  two.reported[1] = endedAt(1, 3, std::nullopt, 700, false);
+  v = judgeRanks(two);
+  CHECK(v.culprit == 2);
+  CHECK(v.records.at(1).status == RankStatus::kFailed);
+  CHECK(v.records.at(1).exitCode == 3);
+  CHECK(v.alsoFailed == std::vector<int>{1});
+  CHECK(v.collateral == std::vector<int>{0});
 
   in.interruptedBy = SIGINT;  // Ctrl-C: ranks stopped, not collateral, when nobody failed first
   in.reported.erase(2);

@@ -1,7 +1,7 @@
 #pragma once
 // MASTER_PORT for rank 0's rendezvous: a free TCP port, held by a lock file
 // (/tmp/ddprun-port-N.lock, flock) for as long as the reservation lives, so that two ddprun
-// runs on one host never pick the same one.
+// runs on one host never pick the same one. The lock file is removed when the reservation ends.
 
 namespace ddp::launcher {
 

@@ -20,6 +20,9 @@ foreach(_part common comm profiler)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_part}/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/profiler/data/instances.json DESTINATION ${CMAKE_INSTALL_DATADIR}/ddprun)
+# The Python package ddprun puts on Python ranks' path (docs/python.md): PREFIX/share/ddprun/python.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ DESTINATION ${CMAKE_INSTALL_DATADIR}/ddprun/python
+  FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 set(DDP_CONFIG_DEPENDENCIES "")
 if(DDP_HAVE_TORCH)
   # ddp::torch (DistributedDataParallel) for LibTorch projects, and the train example.

@@ -2,7 +2,9 @@
 
 #include "ddp/common/clock.hpp"
 #include "ddp/common/error.hpp"
+#include "ddp/common/files.hpp"
 #include "ddp/common/run_layout.hpp"
+#include "ddp/common/timing_source.hpp"
 
 #include <fmt/format.h>
 
@@ -25,7 +27,10 @@ StepTimerOptions StepTimerOptions::fromEnvironment(const Environment& environmen
   StepTimerOptions options;
   options.rank = rank;
   options.worldSize = worldSize;
-  if (auto dir = environment.get(env::kRunDir); dir && !dir->empty()) options.path = RunLayout(*dir).timings(rank);
+  if (auto dir = environment.get(env::kRunDir); dir && !dir->empty()) {
+    options.path = RunLayout(*dir).timings(rank);
+    options.sourcePath = RunLayout(*dir).timingsSource(rank);
+  }
   return options;
 }
 
@@ -46,6 +51,13 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
   buffer_.reserve(options_.bufferBytes + 4096);
   progressFd_ =
       ::open(progressPathFor(options_.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
+  if (!options_.sourcePath.empty()) {
+    TimingSource source;
+    source.rank = options_.rank;
+    source.source = "cpp";
+    source.runtime = "ddp::comm::StepTimer";
+    writeFileAtomically(options_.sourcePath, toJson(source).dump() + "\n");
+  }
 }
 
 // formatStepProgress, padded to a fixed width so each rewrite replaces the last whole.

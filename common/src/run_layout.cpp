@@ -21,6 +21,7 @@ constexpr std::string_view kNccl = RunLayout::kNcclName;
 constexpr std::string_view kAttempts = RunLayout::kAttemptsName;
 constexpr std::string_view kJsonl = ".jsonl";
 constexpr std::string_view kProgress = ".progress";
+constexpr std::string_view kSourceJson = ".source.json";
 constexpr std::string_view kExitJson = ".exit.json";
 constexpr std::string_view kNcclLog = ".log";
 // The directories one attempt of a job fills.
@@ -45,9 +46,11 @@ std::string RunLayout::ranksDir() const { return join(root_, kRanks); }
 std::string RunLayout::rankLog(int rank) const { return join(ranksDir(), rankFile(rank, ".log")); }
 std::string RunLayout::rankExit(int rank) const { return join(ranksDir(), rankFile(rank, kExitJson)); }
 std::string RunLayout::rankStacks(int rank) const { return join(ranksDir(), rankFile(rank, ".stacks.txt")); }
+std::string RunLayout::rankError(int rank) const { return join(ranksDir(), rankFile(rank, ".error.json")); }
 std::string RunLayout::timingsDir() const { return join(root_, kTimings); }
 std::string RunLayout::timings(int rank) const { return join(timingsDir(), rankFile(rank, kJsonl)); }
 std::string RunLayout::progress(int rank) const { return join(timingsDir(), rankFile(rank, kProgress)); }
+std::string RunLayout::timingsSource(int rank) const { return join(timingsDir(), rankFile(rank, kSourceJson)); }
 std::string RunLayout::utilDir() const { return join(root_, kUtil); }
 std::string RunLayout::utilisation(int rank) const { return join(utilDir(), rankFile(rank, kJsonl)); }
 std::string RunLayout::ncclDir() const { return join(root_, kNccl); }
@@ -93,6 +96,7 @@ bool RunLayout::hasManifest() const {
 }
 
 std::vector<std::string> RunLayout::timingsFiles() const { return listFiles(timingsDir(), "", kJsonl); }
+std::vector<std::string> RunLayout::timingsSourceFiles() const { return listFiles(timingsDir(), "", kSourceJson); }
 std::vector<std::string> RunLayout::exitFiles() const { return listFiles(ranksDir(), "", kExitJson); }
 std::vector<std::string> RunLayout::utilisationFiles() const { return listFiles(utilDir(), "", kJsonl); }
 std::vector<std::string> RunLayout::ncclLogs() const { return listFiles(ncclDir(), "", kNcclLog); }

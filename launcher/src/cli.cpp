@@ -54,6 +54,9 @@ void addLaunchOptions(CLI::App& app, Parsed& p) {
                  "With --profile, sample each rank's CPU, scheduling, host and GPU every MS "
                  "milliseconds into <run>/util (0: off). Example: --sample-ms 1000")
       ->capture_default_str();
+  app.add_flag(
+      "--no-instrument", [&o](std::int64_t) { o.instrument = false; },
+      "With --profile, do not time Python ranks' training steps automatically (docs/python.md)");
   app.add_option("--nccl-debug", o.ncclDebug, "NCCL_DEBUG for every rank. Example: --nccl-debug WARN");
   app.add_option("--nccl-subsys", o.ncclSubsys, "NCCL_DEBUG_SUBSYS for every rank. Example: --nccl-subsys INIT,NET");
   app.add_option("-x", o.exports,

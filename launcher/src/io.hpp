@@ -50,6 +50,8 @@ std::string bindError(int port);
 int connectTcp(const std::string& host, int port, double timeoutS, std::string& why);
 
 std::string hostname();
+// The CPUs this process may run on (its affinity), at least 1.
+int usableCpus();
 // Random bytes as hex (from /dev/urandom).
 std::string randomHex(size_t bytes);
 

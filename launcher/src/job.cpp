@@ -19,6 +19,7 @@
 #include "verdict.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -32,6 +33,7 @@
 #include <fstream>
 #include <future>
 #include <list>
+#include <sstream>
 
 namespace ddp::launcher {
 namespace {
@@ -58,6 +60,30 @@ std::string lastLines(const std::string& path, size_t count, size_t* found = nul
   std::string out;
   for (const auto& l : lines) out += "\n    " + l;
   return out;
+}
+
+// What torch's @record wrote into TORCHELASTIC_ERROR_FILE: the exception, then the end of its
+// traceback; "" when there is no such file (or it is not torchelastic's format).
+std::string torchError(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  try {
+    const auto j = nlohmann::json::parse(in);
+    const auto& m = j.at("message");
+    if (m.is_string()) return "\n    " + m.get<std::string>();
+    std::string out = "\n    " + m.value("message", std::string());
+    const std::string stack = m.value("extraInfo", nlohmann::json::object()).value("py_callstack", std::string());
+    std::deque<std::string> lines;
+    std::istringstream text(stack);
+    for (std::string line; std::getline(text, line);) {
+      lines.push_back(line);
+      if (lines.size() > 12) lines.pop_front();
+    }
+    for (const auto& l : lines) out += "\n    " + l;
+    return out;
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 // A worker on the control socket.
@@ -502,6 +528,11 @@ void Job::reportVerdict(const Verdict& v) {
       logger()->error("the last {} lines of {}:{}", found, log, lines);
     else if (rec.host != localHost_)
       logger()->error("its log is {} on {}", log, rec.host);
+    // The exception torch's @record wrote, unless the log's last lines show it already.
+    const auto error = torchError(layout_.rankError(rec.rank));
+    const auto message = error.substr(0, error.find('\n', 1));
+    if (!error.empty() && lines.find(message.substr(std::min<size_t>(5, message.size()))) == std::string::npos)
+      logger()->error("its Python exception, as torch's @record wrote it ({}):{}", layout_.rankError(rec.rank), error);
     for (int r : v.alsoFailed) {
       const auto& also = v.records.at(r);
       logger()->error("rank {} on {} also failed by itself, {:.1f} s after it: {}; its log: {}", r, also.host,

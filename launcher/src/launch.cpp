@@ -39,11 +39,15 @@ std::string timestamp() {
   return buf;
 }
 
-int usableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+// ddprun's Python package: installed beside the binary (PREFIX/share/ddprun/python), else the
+// source tree's (a build that runs where it was built); "" when neither is there.
+std::string pythonPackage(const std::string& self) {
+  std::error_code ec;
+  for (const fs::path& dir :
+       {fs::path(self).parent_path().parent_path() / "share/ddprun/python", fs::path(DDP_SOURCE_PYTHON_DIR)})
+    if (fs::is_regular_file(dir / "ddprun/__init__.py", ec) && fs::is_regular_file(dir / "boot/sitecustomize.py", ec))
+      return fs::canonical(dir, ec).string();
+  return "";
 }
 
 // What the plan needs from this machine; the program resolved on PATH (ConfigError when it
@@ -52,7 +56,7 @@ PlanContext gatherContext(LaunchOptions& o) {
   PlanContext ctx;
   ctx.environment = Environment::fromProcess();
   ctx.root = ::geteuid() == 0;
-  ctx.localSlots = usableCores();
+  ctx.localSlots = io::usableCpus();
   ctx.localHost = io::hostname();
   ctx.cwd = fs::current_path().string();
   ctx.timestamp = timestamp();
@@ -64,6 +68,7 @@ PlanContext gatherContext(LaunchOptions& o) {
     throw ConfigError("mpirun not found on PATH: install Open MPI (apt-get install openmpi-bin)");
   }
   ctx.worker = fs::read_symlink("/proc/self/exe").string();
+  ctx.pythonDir = pythonPackage(ctx.worker);
   if (!o.hostfile.empty()) {
     std::ifstream in(o.hostfile);
     if (!in) throw ConfigError(fmt::format("hostfile {}: cannot read: {}", o.hostfile, std::strerror(errno)));
@@ -130,6 +135,7 @@ int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
   auto& settings = r.settings;
   if (!r.instance.empty()) settings.instance = profiler::toJson(profiler::decodeInstance(r.instance));
   settings.profile = o.profile;
+  o.maxRestarts = settings.maxRestarts;
   PlanContext ctx = gatherContext(o);
   settings.mpirun = ctx.mpirun;
   auto masterPort = r.masterPort > 0 ? PortReservation(r.masterPort) : PortReservation();
@@ -144,6 +150,10 @@ int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
     return 0;
   }
   for (const auto& w : plan.warnings) logger()->warn("{}", w);
+  for (const auto& n : plan.notes) logger()->info("{}", n);
+  if (o.profile && o.instrument && ctx.pythonDir.empty())
+    logger()->warn("ddprun's Python package is not installed beside it ({}): Python ranks get no step timings",
+                   "share/ddprun/python");
   const bool local = plan.masterAddr == "127.0.0.1";
   o.runDir = createRunDirectory(plan.runDir, !o.runDir.empty(), o.profile);
   return runWithRestarts(RunLayout(o.runDir), settings, [&](int attempt) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 namespace ddp::launcher {
@@ -141,6 +142,52 @@ void ncclCapture(const LaunchOptions& o, const PlanContext& ctx, const LaunchPla
   if (!o.ncclSubsys.empty()) env[ncclSubsys] = o.ncclSubsys;
 }
 
+// torchrun's contract beyond the rank variables (docs/world.md): the run id, the restart count and
+// budget, the role, no agent store, NCCL's asynchronous error handling; a value the user set here
+// is inherited instead.
+void torchrunContract(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan,
+                      std::map<std::string, std::string>& env) {
+  auto unlessSet = [&](std::string_view name, std::string value) {
+    if (!ctx.environment.has(name)) env[std::string(name)] = std::move(value);
+  };
+  unlessSet(ddp::env::kTorchelasticRunId, basename(plan.runDir));
+  env[std::string(ddp::env::kTorchelasticRestartCount)] = std::to_string(ctx.attempt);
+  env[std::string(ddp::env::kTorchelasticMaxRestarts)] = std::to_string(o.maxRestarts);
+  unlessSet(ddp::env::kTorchelasticUseAgentStore, "False");
+  unlessSet(ddp::env::kRoleName, "default");
+  unlessSet(ddp::env::kTorchNcclAsyncErrorHandling, "1");
+}
+
+bool exported(const LaunchOptions& o, std::string_view name) {
+  return std::any_of(o.exports.begin(), o.exports.end(),
+                     [&](const std::string& spec) { return spec.compare(0, spec.find('='), name) == 0; });
+}
+
+// Python and OpenMP in the ranks: output unbuffered (as torchrun's `python -u`), ddprun's Python
+// package first on the path (the automatic instrumentation under --profile, `import ddprun`
+// always), and OpenMP threads sized by each worker to its host (DDPRUN_OMP_THREADS=auto) — each
+// only when the user has not set it.
+void pythonAndThreads(const LaunchOptions& o, const PlanContext& ctx, LaunchPlan& plan,
+                      std::map<std::string, std::string>& env) {
+  using namespace ddp::env;
+  if (!ctx.environment.has(kPythonUnbuffered) && !exported(o, kPythonUnbuffered))
+    env[std::string(kPythonUnbuffered)] = "1";
+  if (!ctx.pythonDir.empty() && !exported(o, kPythonPath)) {
+    std::string path = ctx.pythonDir + "/boot:" + ctx.pythonDir;
+    if (auto user = ctx.environment.get(kPythonPath); user && !user->empty()) path += ":" + *user;
+    env[std::string(kPythonPath)] = path;
+  }
+  if (o.profile && o.instrument && !ctx.pythonDir.empty()) env[std::string(kInstrument)] = "1";
+  if (!ctx.environment.has(kOmpNumThreads) && !exported(o, kOmpNumThreads)) {
+    env[std::string(kOmpDefault)] = "auto";
+    const int here = plan.localOnly ? plan.np : std::max(1, plan.hosts.front().slots);
+    plan.notes.push_back(fmt::format(
+        "OMP_NUM_THREADS is not set: each rank gets its host's cores divided by its ranks there ({} on this host: "
+        "{} cores, {} ranks); set OMP_NUM_THREADS (or -x OMP_NUM_THREADS=N) to choose",
+        std::max(1, ctx.localSlots / std::max(1, here)), ctx.localSlots, here));
+  }
+}
+
 // -x VAR[=VALUE]: VAR alone takes its value here.
 void userExports(const LaunchOptions& o, const PlanContext& ctx, std::map<std::string, std::string>& env) {
   for (const auto& spec : o.exports) {
@@ -160,7 +207,7 @@ void userExports(const LaunchOptions& o, const PlanContext& ctx, std::map<std::s
 }
 
 // What every rank gets (-x): the rendezvous, the run directory and attempt, the worker's settings.
-std::map<std::string, std::string> rankExports(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan,
+std::map<std::string, std::string> rankExports(const LaunchOptions& o, const PlanContext& ctx, LaunchPlan& plan,
                                                bool allHere) {
   std::map<std::string, std::string> env;
   env[std::string(ddp::env::kMasterAddr)] = plan.masterAddr;
@@ -176,6 +223,8 @@ std::map<std::string, std::string> rankExports(const LaunchOptions& o, const Pla
     env[std::string(ddp::env::kControlToken)] = ctx.controlToken;
   }
   ncclCapture(o, ctx, plan, env);
+  torchrunContract(o, ctx, plan, env);
+  pythonAndThreads(o, ctx, plan, env);
   userExports(o, ctx, env);
   return env;
 }

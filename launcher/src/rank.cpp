@@ -50,20 +50,26 @@ std::optional<RankIdentity> rankIdentityFrom(const Environment& e) {
   return std::nullopt;
 }
 
-std::map<std::string, std::string> rankEnvironment(const RankIdentity& id, int nodeRank, int nodes,
-                                                   const Environment& environment, int gpuCount, bool gpuBinding) {
+std::map<std::string, std::string> rankEnvironment(const RankIdentity& id, const RankHost& host,
+                                                   const Environment& environment) {
   using namespace ddp::env;
   std::map<std::string, std::string> out{
       {std::string(kRank), std::to_string(id.rank)},
       {std::string(kWorldSize), std::to_string(id.worldSize)},
       {std::string(kLocalRank), std::to_string(id.localRank)},
       {std::string(kLocalWorldSize), std::to_string(id.localWorldSize)},
-      {std::string(kNodeRank), std::to_string(nodeRank)},
-      {std::string(kGroupRank), std::to_string(nodeRank)},
-      {std::string(kGroupWorldSize), std::to_string(nodes)},
+      {std::string(kNodeRank), std::to_string(host.nodeRank)},
+      {std::string(kGroupRank), std::to_string(host.nodeRank)},
+      {std::string(kGroupWorldSize), std::to_string(host.nodes)},
+      {std::string(kRoleRank), std::to_string(id.rank)},
+      {std::string(kRoleWorldSize), std::to_string(id.worldSize)},
   };
-  if (gpuCount > 0 && gpuBinding && !environment.has(ddp::env::kCudaVisibleDevices))
-    out[std::string(ddp::env::kCudaVisibleDevices)] = std::to_string(id.localRank % gpuCount);
+  if (!host.errorFile.empty() && !environment.has(kTorchelasticErrorFile))
+    out[std::string(kTorchelasticErrorFile)] = host.errorFile;
+  if (environment.get(kOmpDefault) == std::optional<std::string>("auto") && !environment.has(kOmpNumThreads))
+    out[std::string(kOmpNumThreads)] = std::to_string(std::max(1, host.cpus / std::max(1, id.localWorldSize)));
+  if (host.gpuCount > 0 && host.gpuBinding && !environment.has(kCudaVisibleDevices))
+    out[std::string(kCudaVisibleDevices)] = std::to_string(id.localRank % host.gpuCount);
   return out;
 }
 

@@ -11,8 +11,12 @@ RankStatus statusOf(const VerdictInput& in, const Verdict& v, const RankExitReco
   if (!reported) return RankStatus::kLost;
   if (v.hang && std::count(in.hung.begin(), in.hung.end(), rec.rank)) return RankStatus::kHung;
   if (v.culprit && rec.rank == *v.culprit) return RankStatus::kCulprit;
-  // Collateral is what ddprun stopped; a rank that failed by itself keeps its own failure.
-  if (rec.stopRequested) return in.interruptedBy && !v.culprit ? RankStatus::kStopped : RankStatus::kCollateral;
+  // Collateral is what ddprun stopped; a rank that failed by itself keeps its own failure. A rank
+  // asked to stop that still ended with an error code of its own (1-127, not a signal's) was
+  // already failing when the request came (the same error as the culprit's, a moment later).
+  if (rec.stopRequested && in.interruptedBy && !v.culprit) return RankStatus::kStopped;
+  const bool ownCode = rec.exitCode && *rec.exitCode > 0 && *rec.exitCode < 128 && !rec.signal;
+  if (rec.stopRequested && !ownCode) return RankStatus::kCollateral;
   if (rec.failed()) return RankStatus::kFailed;
   return RankStatus::kOk;
 }

@@ -308,10 +308,7 @@ class ProgramWatch {
   ExitStatus run(UtilSampler* sampler) {
     while (!finished(Clock::now())) {
       if (!waitOnce()) break;
-      if (!status_ && (status_ = child_.poll())) {
-        record_.endUnixUs = unixMicros();
-        drainUntil_ = Clock::now() + kDrainAfterExit;
-      }
+      reapIfEnded();
       if (sampler && !status_) sampler->poll(child_.pid());
       beat(Clock::now());
       escalate(Clock::now());
@@ -388,7 +385,18 @@ class ProgramWatch {
     ::close(streams_[s]);
     streams_[s] = -1;
   }
+  // Whether the program has ended; its end noted once.
+  bool reapIfEnded() {
+    if (!status_ && (status_ = child_.poll())) {
+      record_.endUnixUs = unixMicros();
+      drainUntil_ = Clock::now() + kDrainAfterExit;
+    }
+    return status_.has_value();
+  }
   void requestStop(int sig) {
+    // A program that has ended by itself already was not stopped: its own exit stays its own
+    // (a second rank failing with the same error as the first is not collateral).
+    if (reapIfEnded()) return;
     record_.stopRequested = true;
     child_.signalGroup(sig);
     if (!killAt_) killAt_ = Clock::now() + c_.grace;
@@ -440,7 +448,14 @@ SpawnOptions programSpawn(const std::vector<std::string>& program, const WorkerC
                           const Environment& environment, int gpus) {
   SpawnOptions spawn;
   spawn.argv = program;
-  spawn.setEnv = rankEnvironment(c.id, start.nodeRank, start.nodes, environment, gpus, c.gpuBinding);
+  RankHost host;
+  host.nodeRank = start.nodeRank;
+  host.nodes = start.nodes;
+  host.gpuCount = gpus;
+  host.gpuBinding = c.gpuBinding;
+  host.cpus = io::usableCpus();
+  if (c.layout) host.errorFile = c.layout->rankError(c.id.rank);
+  spawn.setEnv = rankEnvironment(c.id, host, environment);
   spawn.unsetEnv = {std::string(env::kControl), std::string(env::kControlToken)};
   spawn.newProcessGroup = true;
   spawn.killWithParent = true;

@@ -44,33 +44,25 @@ constexpr std::array<Rule, 18> kRules = {{
 }};
 
 // In the order of FindingKind.
-constexpr std::array<std::string_view, 20> kKindNames = {
-    "rank_failed",   "ranks_stopped",  "restart",   "nccl_error",     "socket_fallback",
-    "p2p_disabled",  "no_gdr",         "init_slow", "missing_ranks",  "gpu_idle",
-    "gpu_fake_busy", "comm_bound",     "straggler", "load_imbalance", "data_bound",
-    "small_batch",   "cpu_contention", "stalls",    "gpu_throttled",  "threads_oversubscribed"};
+constexpr std::array<std::string_view, 21> kKindNames = {
+    "rank_failed",       "ranks_stopped",  "restart",   "nccl_error",     "socket_fallback",
+    "p2p_disabled",      "no_gdr",         "init_slow", "missing_ranks",  "gpu_idle",
+    "gpu_fake_busy",     "comm_bound",     "straggler", "load_imbalance", "data_bound",
+    "small_batch",       "cpu_contention", "stalls",    "gpu_throttled",  "threads_oversubscribed",
+    "dataloader_starved"};
 
 // Which finding to fix first: failures, then causes, then what causes lead to, then notes.
 int priority(FindingKind kind) {
-  static const std::array<FindingKind, 20> kOrder = {FindingKind::kRankFailed,
-                                                     FindingKind::kNcclError,
-                                                     FindingKind::kMissingRanks,
-                                                     FindingKind::kCpuContention,
-                                                     FindingKind::kStalls,
-                                                     FindingKind::kGpuThrottled,
-                                                     FindingKind::kStraggler,
-                                                     FindingKind::kDataBound,
-                                                     FindingKind::kSocketFallback,
-                                                     FindingKind::kP2pDisabled,
-                                                     FindingKind::kCommBound,
-                                                     FindingKind::kSmallBatch,
-                                                     FindingKind::kThreadsOversubscribed,
-                                                     FindingKind::kLoadImbalance,
-                                                     FindingKind::kGpuIdle,
-                                                     FindingKind::kGpuFakeBusy,
-                                                     FindingKind::kInitSlow,
-                                                     FindingKind::kNoGdr,
-                                                     FindingKind::kRestart,
+  static const std::array<FindingKind, 21> kOrder = {FindingKind::kRankFailed,    FindingKind::kNcclError,
+                                                     FindingKind::kMissingRanks,  FindingKind::kCpuContention,
+                                                     FindingKind::kStalls,        FindingKind::kGpuThrottled,
+                                                     FindingKind::kStraggler,     FindingKind::kDataloaderStarved,
+                                                     FindingKind::kDataBound,     FindingKind::kSocketFallback,
+                                                     FindingKind::kP2pDisabled,   FindingKind::kCommBound,
+                                                     FindingKind::kSmallBatch,    FindingKind::kThreadsOversubscribed,
+                                                     FindingKind::kLoadImbalance, FindingKind::kGpuIdle,
+                                                     FindingKind::kGpuFakeBusy,   FindingKind::kInitSlow,
+                                                     FindingKind::kNoGdr,         FindingKind::kRestart,
                                                      FindingKind::kRanksStopped};
   return static_cast<int>(std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin());
 }
@@ -124,6 +116,53 @@ void foldSymptoms(Findings& findings, const RunData& run, const TimingAnalysis& 
   findings.erase(std::remove_if(findings.begin(), findings.end(), folded), findings.end());
 }
 
+// A straggler whose extra time is mostly waiting for its data, beside a data finding: when the
+// other ranks wait for their data too (each at least the data-bound share of its step), every
+// loader is too slow and the straggler's is the slowest: one data finding. When the others barely
+// wait, the data finding is the straggler's alone (its shard, disk or loader): one straggler
+// finding that says so.
+void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
+  if (!t.straggler) return;
+  auto data = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.kind == FindingKind::kDataloaderStarved || f.kind == FindingKind::kDataBound;
+  });
+  auto straggler = std::find_if(findings.begin(), findings.end(),
+                                [](const Finding& f) { return f.kind == FindingKind::kStraggler; });
+  if (data == findings.end() || straggler == findings.end()) return;
+  const int slow = t.straggler->rank;
+  double own = 0;
+  std::vector<double> others, otherShares;
+  for (const auto& r : t.ranks) {
+    const double ms = r.phaseMsMedian[Phase::kData];
+    if (r.rank == slow) {
+      own = ms;
+    } else {
+      others.push_back(ms);
+      otherShares.push_back(r.stepMsMedian > 0 ? ms / r.stepMsMedian : 0);
+    }
+  }
+  if (others.empty()) return;
+  std::sort(others.begin(), others.end());
+  std::sort(otherShares.begin(), otherShares.end());
+  const double othersMs = others[others.size() / 2];
+  if (own - othersMs < 0.5 * t.straggler->extraComputeMs) return;  // its extra time is not data
+  if (otherShares[otherShares.size() / 2] >= rules::kDataBoundShare) {
+    data->evidence += fmt::format(
+        "; rank {} waits longest for its data ({:.1f} ms a step against {:.1f} ms), and the "
+        "others wait for it in the allreduce ({:.1f} ms a step)",
+        slow, own, othersMs, t.straggler->othersWaitMs);
+    findings.erase(straggler);
+    return;
+  }
+  straggler->evidence +=
+      fmt::format("; its time goes to loading data: {:.1f} ms a step against {:.1f} ms on the others", own, othersMs);
+  straggler->fix = fmt::format(
+      "find why rank {}'s data is slower: its shard (size, format), the disk or network it reads "
+      "from, its DataLoader (workers, transform); every rank waits for it at each allreduce",
+      slow);
+  findings.erase(data);
+}
+
 // Exposed communication that costs more of the step than CPU contention does goes before it: the
 // faster link saves more.
 void commBeforeSmallerContention(Findings& findings, const TimingAnalysis& t) {
@@ -170,6 +209,7 @@ std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& t) {
   for (const auto& rule : kRules)
     if ((!rule.needsSteps || t.stepsAnalysed > 0)) rule.apply(run, t, out);
   foldSymptoms(out, run, t);
+  foldStragglerAndData(out, t);
   // Notes after problems, suspicions after what the evidence names, then the cause-to-effect order.
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     auto key = [](const Finding& f) {

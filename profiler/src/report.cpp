@@ -168,6 +168,9 @@ json reportJson(const Report& r) {
   out["exits"] = exits;
   out["nccl"] = r.run.nccl ? toJson(*r.run.nccl) : json(nullptr);
   out["problems"] = r.run.problems;
+  json sources = json::array();
+  for (const auto& [rank, s] : r.run.sources) sources.push_back(toJson(s));
+  out["timings_sources"] = sources;
   return out;
 }
 
@@ -180,6 +183,7 @@ std::string renderReportText(const Report& r) {
   } else {
     out += "not measured: " + parts::notMeasured(r) + "\n";
   }
+  for (const auto& line : parts::sourceLines(r)) out += line + "\n";
   out += "\nfindings (the first is the one to fix first):\n";
   if (r.findings.empty()) out += "  none\n";
   for (const auto& f : r.findings) {
@@ -225,6 +229,8 @@ std::string renderReportMarkdown(const Report& r) {
   } else {
     out += "\n## Not measured\n\n" + parts::notMeasured(r) + "\n";
   }
+  for (const auto& line : parts::sourceLines(r)) out += "\n" + line + "  ";
+  if (!r.run.sources.empty()) out += "\n";
   if (r.run.nccl) out += "\n## NCCL\n\n```\n" + renderNcclSummary(*r.run.nccl) + "```\n";
   if (!r.run.problems.empty()) {
     out += "\n## Problems reading the run directory\n\n";

@@ -149,6 +149,7 @@ std::string renderReportHtml(const Report& r) {
     steps(r.timing, page);
   else
     page.paragraph("Not measured: " + parts::notMeasured(r));
+  for (const auto& line : parts::sourceLines(r)) page.paragraph(line);
   if (!r.run.utilisation.empty()) {
     utilisationCharts(r.run, page);
     utilisationTable(r.timing, page);

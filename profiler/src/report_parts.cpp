@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 namespace ddp::profiler::parts {
 
@@ -69,12 +70,56 @@ std::string stallSummary(const TimingAnalysis& t) {
       t.stalls.size(), kStallFactor, lo, hi, t.stallExcessMs / 1e3, steps, t.stalls.size() > 8 ? ", ..." : "");
 }
 
+namespace {
+
+// "ranks 0-1" / "rank 3"
+std::string whichRanks(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + rankList(ranks);
+}
+
+std::string sourceName(const TimingSource& s) {
+  if (s.source == "cpp") return "the C++ step timer (ddp::StepTimer)";
+  if (s.source == "python-auto") return "ddprun's automatic PyTorch instrumentation";
+  if (s.source == "python-api") return "the ddprun.step() API";
+  return "'" + s.source + "'";
+}
+
+}  // namespace
+
+std::vector<std::string> sourceLines(const Report& r) {
+  std::map<std::string, std::vector<int>> measured, notes;
+  for (const auto& [rank, s] : r.run.sources) {
+    if (!s.instrumented) continue;
+    measured[sourceName(s) + (s.runtime.empty() || s.source == "cpp" ? "" : ", " + s.runtime) +
+             (s.device.empty() ? "" : ", " + s.device)]
+        .push_back(rank);
+    for (const auto& n : s.notes) notes[n].push_back(rank);
+  }
+  std::vector<std::string> out;
+  for (const auto& [what, ranks] : measured) out.push_back(fmt::format("timings: {} on {}", what, whichRanks(ranks)));
+  for (const auto& [note, ranks] : notes) out.push_back(fmt::format("note ({}): {}", whichRanks(ranks), note));
+  return out;
+}
+
 std::string notMeasured(const Report& r) {
   if (r.timing.stepsAnalysed > 0) return "";
+  std::map<std::string, std::vector<int>> reasons;
+  for (const auto& [rank, s] : r.run.sources)
+    if (!s.instrumented) reasons[s.reason.empty() ? "no reason given" : s.reason].push_back(rank);
+  if (r.run.timings.empty() && !reasons.empty()) {
+    std::string why;
+    for (const auto& [reason, ranks] : reasons)
+      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", whichRanks(ranks), reason);
+    return fmt::format(
+        "no step timings: the Python instrumentation could not follow the program ({}), so step time, phases, "
+        "throughput, imbalance and stragglers were not measured; mark the steps with ddprun.step() "
+        "(docs/python.md)",
+        why);
+  }
   if (r.run.timings.empty())
     return fmt::format(
         "no step timings ({} is empty): the program wrote none (a LibTorch loop without "
-        "ddp::StepTimer, or a Python script ddprun could not instrument), so step time, phases, "
+        "ddp::StepTimer, or a Python script run without --profile), so step time, phases, "
         "throughput, imbalance and stragglers were not measured",
         RunLayout::timingsPattern());
   return "the ranks' timings share no step (each rank recorded different steps), so nothing could be compared";

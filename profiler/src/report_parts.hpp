@@ -19,6 +19,9 @@ std::string phaseSummary(const TimingAnalysis& t);
 std::string commSummary(const TimingAnalysis& t);
 // "stalls: 8 steps took 3.4–9.1× the median (steps 12, 30, ...)"; "" without stalls.
 std::string stallSummary(const TimingAnalysis& t);
+// Where the timings came from, per source ("timings: ddprun's automatic PyTorch instrumentation,
+// torch 1.13.0 ..., cpu on ranks 0-1"), then what the sources noted.
+std::vector<std::string> sourceLines(const Report& r);
 // Why there is no timing analysis; "" when there is one.
 std::string notMeasured(const Report& r);
 // "(rank 1, 3)" or "".

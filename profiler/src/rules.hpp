@@ -47,6 +47,7 @@ void smallBatch(const RunData& run, const TimingAnalysis& t, Findings& out);
 // Shared by the rules: the exposed-communication threshold (comm_bound, small_batch) and the
 // hosts of the ranks (exit records; one host "" when they do not say).
 inline constexpr double kCommBoundShare = 0.25;
+inline constexpr double kDataBoundShare = 0.3;  // data share of the step: data_bound / dataloader_starved
 std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const TimingAnalysis& t);
 
 // Hosts with more ranks than the CPUs those ranks may run on, whose ranks wait for them.

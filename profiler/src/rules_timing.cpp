@@ -16,7 +16,6 @@ constexpr double kLinkLimitShare = 0.5;  // allreduces at this share of the link
 constexpr double kSlowerThanLinkShare = 0.25;  // below this share: something other than the link slows them
 constexpr double kStragglerSureShare = 0.9;    // slowest in this share of the steps: sure
 constexpr double kImbalanceRatio = 1.15;       // slowest/mean compute over the run: load_imbalance
-constexpr double kDataBoundShare = 0.3;        // data share of the step: data_bound
 constexpr double kDataBoundCritical = 0.5;
 constexpr double kSmallBatchCommRatio = 0.5;  // communication / (forward + backward): small_batch
 
@@ -81,10 +80,12 @@ void commBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
   const bool smallCompute = t.commMsMean >= forwardBackwardMs(t);
   add(out, FindingKind::kCommBound, t.transferShare >= kCommBoundCritical ? Severity::kCritical : Severity::kWarning,
       {}, evidence,
-      smallCompute ? "more compute per gradient exchange first: a larger batch per rank, or gradient accumulation "
-                     "(no_sync); then a faster link (an NVLink instance within a host, ERI/RDMA between hosts)"
-                   : "hide more of it: a bucket size that overlaps backward (--bucket-mb), DDP (not DataParallel) with "
-                     "NCCL; then a faster link (an NVLink instance within a host, ERI/RDMA between hosts)",
+      smallCompute
+          ? "more compute per gradient exchange first: a larger batch per rank, or gradient accumulation "
+            "(no_sync); then a faster link (an NVLink instance within a host, ERI/RDMA between hosts)"
+          : "hide more of it: gradient buckets that overlap backward (DDP's bucket_cap_mb, train's --bucket-mb), "
+            "DDP (not DataParallel) with NCCL; then a faster link (an NVLink instance within a host, ERI/RDMA between "
+            "hosts)",
       ratio >= kLinkLimitShare ? Confidence::kHigh : Confidence::kMedium,
       "ddpbench --op allreduce at the gradient size on the same hosts: its busbw is what the link delivers");
 }
@@ -113,9 +114,67 @@ void loadImbalance(const RunData&, const TimingAnalysis& t, Findings& out) {
       Confidence::kMedium, "the per-rank table: compute and data per rank");
 }
 
-void dataBound(const RunData&, const TimingAnalysis& t, Findings& out) {
+// The CPUs each rank of a host has, from the utilisation samples (0 when not sampled).
+int coresPerRank(const RunData& run, const TimingAnalysis& t) {
+  int least = 0;
+  for (const auto& [host, ranks] : ranksByHost(run, t))
+    for (const auto& u : t.utilisation)
+      if (u.rank == ranks.front() && u.hostCpus) {
+        const int each = std::max(1, *u.hostCpus / static_cast<int>(ranks.size()));
+        least = least == 0 ? each : std::min(least, each);
+      }
+  return least;
+}
+
+// The training DataLoader of each rank that reported its loaders (Python ranks): the one it took
+// most batches from.
+std::map<int, DataLoaderFacts> trainingLoaders(const RunData& run) {
+  std::map<int, DataLoaderFacts> out;
+  for (const auto& [rank, source] : run.sources)
+    if (const auto* loader = source.busiestLoader()) out[rank] = *loader;
+  return out;
+}
+
+// A data-bound Python job whose DataLoader settings are known: what to change in them.
+bool dataloaderStarved(const RunData& run, const TimingAnalysis& t, double data, Findings& out) {
+  const auto loaders = trainingLoaders(run);
+  if (loaders.empty()) return false;
+  std::vector<int> ranks;
+  int workers = 1 << 30;
+  bool pinned = true, cuda = false;
+  for (const auto& [rank, l] : loaders) {
+    ranks.push_back(rank);
+    workers = std::min(workers, l.numWorkers);
+    pinned = pinned && l.pinMemory;
+  }
+  for (const auto& [rank, s] : run.sources) cuda = cuda || s.device.rfind("cuda", 0) == 0;
+  const int cores = coresPerRank(run, t);
+  const std::string target = cores > 1    ? fmt::format("up to {} (the cores each rank has)", cores)
+                             : cores == 1 ? "1 or 2 (each rank has one core here: more cores per rank let more workers "
+                                            "help)"
+                                          : "a few per rank";
+  std::string evidence =
+      fmt::format("loading data takes {} of each step; the training DataLoader ({}) has num_workers={}",
+                  percent(data, 0), (ranks.size() == 1 ? "rank " : "ranks ") + rankList(ranks), workers);
+  evidence += workers == 0 ? ": the training process itself loads and transforms every batch while the model waits"
+                           : ": its workers do not keep up with the model";
+  if (cuda && !pinned) evidence += "; pin_memory=False on a GPU";
+  std::string fix = workers == 0 ? fmt::format("DataLoader(num_workers=N) with N {}, persistent_workers=True", target)
+                                 : fmt::format(
+                                       "more workers ({}), or a cheaper transform: move it to the GPU, or "
+                                       "precompute it once",
+                                       target);
+  if (cuda && !pinned) fix += "; pin_memory=True";
+  fix += "; then faster storage (local NVMe) if the workers wait on reads";
+  add(out, FindingKind::kDataloaderStarved, data >= kDataBoundCritical ? Severity::kCritical : Severity::kWarning, {},
+      evidence, fix, workers == 0 || data >= kDataBoundCritical ? Confidence::kHigh : Confidence::kMedium,
+      "time one pass over the DataLoader alone (for batch in loader: pass) against the step time");
+  return true;
+}
+
+void dataBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
   const double data = t.phaseShare[Phase::kData];
-  if (data < kDataBoundShare) return;
+  if (data < kDataBoundShare || dataloaderStarved(run, t, data, out)) return;
   add(out, FindingKind::kDataBound, data >= kDataBoundCritical ? Severity::kCritical : Severity::kWarning, {},
       fmt::format("loading data takes {} of each step", percent(data, 0)),
       "more data-loader workers (about the CPU cores), pinned memory and prefetching, faster storage (local NVMe), "

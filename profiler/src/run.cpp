@@ -137,6 +137,17 @@ void loadBench(const std::string& file, RunData& run) {
   }
 }
 
+void loadSource(const std::string& file, RunData& run) {
+  auto object = readJsonFile(file, run.problems);
+  if (!object) return;
+  try {
+    auto source = timingSourceFromJson(*object);
+    run.sources[source.rank] = std::move(source);
+  } catch (const std::exception& e) {
+    run.problems.push_back(fmt::format("{}: {}", file, e.what()));
+  }
+}
+
 void loadUtilisation(const std::string& file, RunData& run) {
   // The last line of a rank killed mid-write may be cut: said, and the file's other lines kept.
   forEachLine(file, run.problems, [&](const std::string& line) {
@@ -180,6 +191,7 @@ RunData loadRun(const std::string& dir) {
   for (const auto& file : timingFiles) loadTimings(file, run.timings, run.problems);
   for (const auto& file : exitFiles) loadExit(file, run);
   for (const auto& file : layout.utilisationFiles()) loadUtilisation(file, run);
+  for (const auto& file : layout.timingsSourceFiles()) loadSource(file, run);
   for (auto& [rank, samples] : run.utilisation)
     std::sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.tUnixUs < b.tUnixUs; });
   if (!ncclFiles.empty()) run.nccl = readNcclLogs(ncclFiles);

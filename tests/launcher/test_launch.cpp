@@ -226,6 +226,11 @@ TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][v
   CHECK(v.records.at(1).exitCode == 3);
   CHECK(v.alsoFailed == std::vector<int>{1});
   CHECK(v.collateral == std::vector<int>{0});
+  // Asked to stop, but it ended with an error code of its own: it was failing already.
+  two.reported[1] = endedAt(1, 3, std::nullopt, 700, true);
+  CHECK(judgeRanks(two).records.at(1).status == RankStatus::kFailed);
+  two.reported[1] = endedAt(1, 143, std::nullopt, 700, true);  // a shell's "killed by SIGTERM"
+  CHECK(judgeRanks(two).records.at(1).status == RankStatus::kCollateral);
 
   in.interruptedBy = SIGINT;  // Ctrl-C: ranks stopped, not collateral, when nobody failed first
   in.reported.erase(2);

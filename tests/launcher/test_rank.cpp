@@ -53,7 +53,15 @@ TEST_CASE("rank identity from Open MPI, Slurm or torchrun variables", "[launcher
 
 TEST_CASE("the rank environment, with CUDA_VISIBLE_DEVICES by local rank", "[launcher][rank]") {
   RankIdentity id{6, 8, 2, 4, std::nullopt};
-  auto env = rankEnvironment(id, 1, 2, ddp::Environment(), 4, true);
+  auto host = [](int gpus, bool binding) {
+    RankHost h;
+    h.nodeRank = 1;
+    h.nodes = 2;
+    h.gpuCount = gpus;
+    h.gpuBinding = binding;
+    return h;
+  };
+  auto env = rankEnvironment(id, host(4, true), ddp::Environment());
   CHECK(env.at("RANK") == "6");
   CHECK(env.at("WORLD_SIZE") == "8");
   CHECK(env.at("LOCAL_RANK") == "2");
@@ -61,13 +69,34 @@ TEST_CASE("the rank environment, with CUDA_VISIBLE_DEVICES by local rank", "[lau
   CHECK(env.at("NODE_RANK") == "1");
   CHECK(env.at("GROUP_RANK") == "1");
   CHECK(env.at("GROUP_WORLD_SIZE") == "2");
+  CHECK(env.at("ROLE_RANK") == "6");
+  CHECK(env.at("ROLE_WORLD_SIZE") == "8");
   CHECK(env.at("CUDA_VISIBLE_DEVICES") == "2");
-  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(), 2, true).at("CUDA_VISIBLE_DEVICES") == "0");
+  CHECK(rankEnvironment(id, host(2, true), ddp::Environment()).at("CUDA_VISIBLE_DEVICES") == "0");
   // No GPU, binding off, or the user chose: left alone.
-  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(), 0, true).count("CUDA_VISIBLE_DEVICES") == 0);
-  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(), 4, false).count("CUDA_VISIBLE_DEVICES") == 0);
-  CHECK(rankEnvironment(id, 1, 2, ddp::Environment(Vars{{"CUDA_VISIBLE_DEVICES", "3,1"}}), 4, true)
+  CHECK(rankEnvironment(id, host(0, true), ddp::Environment()).count("CUDA_VISIBLE_DEVICES") == 0);
+  CHECK(rankEnvironment(id, host(4, false), ddp::Environment()).count("CUDA_VISIBLE_DEVICES") == 0);
+  CHECK(rankEnvironment(id, host(4, true), ddp::Environment(Vars{{"CUDA_VISIBLE_DEVICES", "3,1"}}))
             .count("CUDA_VISIBLE_DEVICES") == 0);
+}
+
+TEST_CASE("the rank environment: OMP_NUM_THREADS and torch's error file, never over the user's", "[launcher][rank]") {
+  RankIdentity id{1, 4, 1, 4, std::nullopt};  // 4 ranks on this host
+  RankHost h;
+  h.cpus = 16;
+  h.errorFile = "/run/ranks/rank-00001.error.json";
+  const ddp::Environment asked(Vars{{"DDPRUN_OMP_THREADS", "auto"}});
+  auto env = rankEnvironment(id, h, asked);
+  CHECK(env.at("OMP_NUM_THREADS") == "4");  // 16 cores / 4 ranks
+  CHECK(env.at("TORCHELASTIC_ERROR_FILE") == "/run/ranks/rank-00001.error.json");
+  h.cpus = 2;
+  CHECK(rankEnvironment(id, h, asked).at("OMP_NUM_THREADS") == "1");                // at least one
+  CHECK(rankEnvironment(id, h, ddp::Environment()).count("OMP_NUM_THREADS") == 0);  // the plan did not ask
+  const ddp::Environment users(
+      Vars{{"DDPRUN_OMP_THREADS", "auto"}, {"OMP_NUM_THREADS", "8"}, {"TORCHELASTIC_ERROR_FILE", "/mine.json"}});
+  env = rankEnvironment(id, h, users);
+  CHECK(env.count("OMP_NUM_THREADS") == 0);  // inherited as the user set it
+  CHECK(env.count("TORCHELASTIC_ERROR_FILE") == 0);
 }
 
 TEST_CASE("output modes", "[launcher][rank]") {

@@ -22,8 +22,11 @@ struct StepTimerOptions {
   // step ends (one write), so a rank that crashes or is killed loses only the step under way.
   size_t bufferBytes = 64 * 1024;
   std::chrono::milliseconds flushInterval{0};
+  // Where the timer says the timings are the C++ step timer's (TimingSource "cpp"); empty: nowhere.
+  std::string sourcePath;
 
-  // path = RunLayout($DDPRUN_RUN_DIR).timings(rank) when DDPRUN_RUN_DIR is set, else empty.
+  // path = RunLayout($DDPRUN_RUN_DIR).timings(rank) when DDPRUN_RUN_DIR is set, else empty (and
+  // sourcePath its timingsSource(rank)).
   // Beside it, progressPathFor(path) holds "STEP PHASE" of the phase under way ("STEP done"
   // after a step), rewritten in place at each phase (a 2-3 µs pwrite): ddprun's hang watchdog
   // reads it.

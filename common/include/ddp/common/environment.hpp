@@ -22,6 +22,20 @@ inline constexpr std::string_view kGroupRank = "GROUP_RANK";
 inline constexpr std::string_view kGroupWorldSize = "GROUP_WORLD_SIZE";
 inline constexpr std::string_view kMasterAddr = "MASTER_ADDR";
 inline constexpr std::string_view kMasterPort = "MASTER_PORT";
+// torchrun's wider contract (torch.distributed.elastic's local agent sets these)
+inline constexpr std::string_view kRoleRank = "ROLE_RANK";
+inline constexpr std::string_view kRoleName = "ROLE_NAME";
+inline constexpr std::string_view kRoleWorldSize = "ROLE_WORLD_SIZE";
+inline constexpr std::string_view kTorchelasticRunId = "TORCHELASTIC_RUN_ID";
+inline constexpr std::string_view kTorchelasticRestartCount = "TORCHELASTIC_RESTART_COUNT";
+inline constexpr std::string_view kTorchelasticMaxRestarts = "TORCHELASTIC_MAX_RESTARTS";
+inline constexpr std::string_view kTorchelasticUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
+inline constexpr std::string_view kTorchelasticErrorFile = "TORCHELASTIC_ERROR_FILE";
+inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";
+// Python and OpenMP in a rank
+inline constexpr std::string_view kPythonPath = "PYTHONPATH";
+inline constexpr std::string_view kPythonUnbuffered = "PYTHONUNBUFFERED";
+inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
 // Open MPI
 inline constexpr std::string_view kOmpiRank = "OMPI_COMM_WORLD_RANK";
 inline constexpr std::string_view kOmpiSize = "OMPI_COMM_WORLD_SIZE";
@@ -63,6 +77,9 @@ inline constexpr std::string_view kGraceSeconds = "DDPRUN_GRACE_S";        // SI
 inline constexpr std::string_view kGpuBinding = "DDPRUN_GPU_BINDING";      // local-rank | none
 inline constexpr std::string_view kSampleMs = "DDPRUN_SAMPLE_MS";          // utilisation sampling interval
 inline constexpr std::string_view kLogLevel = "DDPRUN_LOG_LEVEL";          // ddprun's --log-level, for the workers
+inline constexpr std::string_view kOmpDefault = "DDPRUN_OMP_THREADS";      // "auto": the worker sets OMP_NUM_THREADS
+// ddprun to Python ranks (python/ddprun)
+inline constexpr std::string_view kInstrument = "DDPRUN_INSTRUMENT";  // 1: time PyTorch steps automatically
 }  // namespace env
 
 class Environment {

@@ -7,8 +7,10 @@
 //   ranks/rank-NNNNN.log          the rank's stdout and stderr
 //   ranks/rank-NNNNN.exit.json    its exit record (RankExitRecord)
 //   ranks/rank-NNNNN.stacks.txt   its stacks when the hang watchdog took them
+//   ranks/rank-NNNNN.error.json   TORCHELASTIC_ERROR_FILE: torch's @record writes a Python failure
 //   timings/rank-NNNNN.jsonl      its step records (StepRecord), one per line
 //   timings/rank-NNNNN.progress   "STEP PHASE" of the step under way (the heartbeat)
+//   timings/rank-NNNNN.source.json  where its timings came from (TimingSource)
 //   util/rank-NNNNN.jsonl         its utilisation samples (UtilSample), profiled runs
 //   nccl/HOST.PID.log             NCCL_DEBUG output, profiled runs
 //   attempts/K/                   attempt K's ranks/, timings/, util/ and nccl/ after a restart
@@ -45,9 +47,11 @@ class RunLayout {
   std::string rankLog(int rank) const;
   std::string rankExit(int rank) const;
   std::string rankStacks(int rank) const;
+  std::string rankError(int rank) const;
   std::string timingsDir() const;
   std::string timings(int rank) const;
   std::string progress(int rank) const;
+  std::string timingsSource(int rank) const;
   std::string utilDir() const;
   std::string utilisation(int rank) const;
   std::string ncclDir() const;
@@ -65,6 +69,7 @@ class RunLayout {
   // What the readers look for, each list sorted by path.
   bool hasManifest() const;
   std::vector<std::string> timingsFiles() const;
+  std::vector<std::string> timingsSourceFiles() const;
   std::vector<std::string> exitFiles() const;
   std::vector<std::string> utilisationFiles() const;
   std::vector<std::string> ncclLogs() const;

@@ -20,6 +20,8 @@ struct LaunchOptions {
   std::string runDir;                // --run-dir; default ddprun-runs/<timestamp>-<program>
   bool profile = false;              // --profile: NCCL debug capture into the run directory
   int sampleMs = 500;                // --sample-ms: utilisation samples of a profiled run (0: none)
+  bool instrument = true;            // with --profile, time Python ranks' steps (--no-instrument)
+  int maxRestarts = 0;               // --max-restarts, for TORCHELASTIC_MAX_RESTARTS
   std::string ncclDebug;             // --nccl-debug LEVEL
   std::string ncclSubsys;            // --nccl-subsys LIST
   std::vector<std::string> exports;  // -x VAR[=VALUE]
@@ -47,6 +49,7 @@ struct PlanContext {
   int controlPort = 0;       // ddprun's control listener; 0: none (--dry-run)
   int attempt = 0;           // DDPRUN_ATTEMPT: 0, then 1, 2... under --max-restarts
   std::string controlToken;  // what workers prove themselves with
+  std::string pythonDir;     // ddprun's Python package (python/: boot/sitecustomize.py, ddprun/); "" when absent
 };
 
 struct LaunchPlan {
@@ -61,6 +64,7 @@ struct LaunchPlan {
   std::vector<std::string> program;              // PROGRAM ARGS...
   std::vector<std::string> argv;                 // mpirun ... ddprun worker -- PROGRAM ARGS
   std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // what ddprun chose for the user, said once (info)
 };
 
 // Throws ConfigError (exit 2) for anything the user got wrong: -np below 1, more ranks than

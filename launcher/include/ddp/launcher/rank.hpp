@@ -23,11 +23,22 @@ struct RankIdentity {
 // nullopt when none is set. ConfigError for a malformed value.
 std::optional<RankIdentity> rankIdentityFrom(const Environment& environment);
 
-// The variables the program gets: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK,
-// GROUP_RANK, GROUP_WORLD_SIZE, and CUDA_VISIBLE_DEVICES = local rank modulo the GPUs when
-// gpuCount > 0, binding is on and the user did not set it.
-std::map<std::string, std::string> rankEnvironment(const RankIdentity& id, int nodeRank, int nodes,
-                                                   const Environment& environment, int gpuCount, bool gpuBinding);
+// What the worker knows of the rank's host.
+struct RankHost {
+  int nodeRank = 0, nodes = 1;
+  int gpuCount = 0;
+  bool gpuBinding = true;
+  int cpus = 1;           // the CPUs the rank may run on (the worker's affinity)
+  std::string errorFile;  // TORCHELASTIC_ERROR_FILE: where torch's @record writes ("": not set)
+};
+
+// The variables the program gets (docs/world.md): RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// NODE_RANK, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE; TORCHELASTIC_ERROR_FILE
+// unless the user set it; OMP_NUM_THREADS = cpus / local ranks (at least 1) when ddprun's plan
+// asks for it (DDPRUN_OMP_THREADS=auto) and the user did not set it; CUDA_VISIBLE_DEVICES = local
+// rank modulo the GPUs when there are GPUs, binding is on and the user did not set it.
+std::map<std::string, std::string> rankEnvironment(const RankIdentity& id, const RankHost& host,
+                                                   const Environment& environment);
 
 // Console output of the ranks: every line tagged "[host:rank] " (kTag), only one rank's
 // lines (kRank), or none (kQuiet); the rank logs always get everything.

@@ -136,6 +136,7 @@ enum class FindingKind {
   kStalls,                 // steps far above the median, and the rank that held them up
   kGpuThrottled,           // a GPU's clocks held down by power or thermal limits
   kThreadsOversubscribed,  // a rank's own threads more than its CPUs: they wait for one another
+  kDataloaderStarved,      // data-bound, with the PyTorch DataLoader's settings that cause it
 };
 std::string_view findingKindName(FindingKind kind);  // "rank_failed", "comm_bound", ...
 

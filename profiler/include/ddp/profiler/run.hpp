@@ -6,6 +6,7 @@
 #include "ddp/common/rank_exit.hpp"
 #include "ddp/common/run_manifest.hpp"
 #include "ddp/common/step_record.hpp"
+#include "ddp/common/timing_source.hpp"
 #include "ddp/common/util_sample.hpp"
 #include "ddp/profiler/nccl_facts.hpp"
 
@@ -45,6 +46,7 @@ struct RunData {
   std::set<std::string> hosts;       // where ranks ran: exit records, else run.json "hosts", else NCCL
   std::vector<BenchRow> bench;       // ddpbench*.json in the run directory
   std::map<int, std::vector<UtilSample>> utilisation;  // rank -> samples in time order
+  std::map<int, TimingSource> sources;                 // rank -> where its timings came from (source.json)
   std::vector<AttemptSteps> attempts;                  // when the job was restarted: every attempt, in order
   std::vector<std::string> problems;                   // "file:line: what", in reading order
 };

@@ -1,0 +1,142 @@
+"""One training step under construction: its phases, samples, loss and collectives, and the
+record it becomes. Shared by the automatic instrumentation (_auto) and the explicit API (_api).
+
+Times are marks: a host time (perf_counter) and, on CUDA, an event recorded on the current
+stream at the same point. A phase between two marks lasts the events' elapsed time when both
+have one (the GPU's time, with no synchronisation: a finished step waits in `pending` until its
+last event has completed, then is written), else the host time. The data phase is always host
+time: it is the time the host was blocked waiting for the DataLoader."""
+
+import time
+
+from ._records import PHASES, WallClock
+
+
+class Mark:
+    __slots__ = ("host", "event")
+
+    def __init__(self, event_factory=None):
+        self.event = None
+        if event_factory is not None:
+            self.event = event_factory()
+        self.host = time.perf_counter()
+
+
+def elapsed_ms(a, b):
+    if a.event is not None and b.event is not None:
+        return max(0.0, a.event.elapsed_time(b.event))
+    return max(0.0, (b.host - a.host) * 1000.0)
+
+
+class Step:
+    """A step's raw marks; turned into a record once its events (if any) have completed."""
+
+    def __init__(self, index, start):
+        self.index = index
+        self.start = start
+        self.end = None
+        self.intervals = []  # (phase, mark, mark)
+        self.data_ms = 0.0
+        self.samples = 0
+        self.loss = None
+        self.collectives = []  # [bucket, bytes, start mark, end mark or None]
+
+    def ready(self):
+        last = self.end.event if self.end is not None else None
+        return last is None or last.query()
+
+    def record(self, clock):
+        phases = dict.fromkeys(PHASES, 0.0)
+        phases["data"] = self.data_ms
+        for phase, a, b in self.intervals:
+            phases[phase] += elapsed_ms(a, b)
+        step_ms = max(elapsed_ms(self.start, self.end), sum(phases.values()))
+        out = {
+            "step": self.index,
+            "start_unix_us": clock.unix_us(self.start.host),
+            "samples": self.samples,
+            "step_ms": round(step_ms, 4),
+            "phases_ms": {k: round(v, 4) for k, v in phases.items()},
+        }
+        collectives = []
+        for bucket, nbytes, a, b in self.collectives:
+            if b is None:
+                continue
+            entry = {"op": "allreduce", "bytes": nbytes, "start_unix_us": clock.unix_us(a.host),
+                     "duration_ms": round(elapsed_ms(a, b), 4)}
+            if bucket is not None:
+                entry["bucket"] = bucket
+            collectives.append(entry)
+        if collectives:
+            out["collectives"] = collectives
+        if self.loss is not None and self.loss == self.loss and abs(self.loss) != float("inf"):
+            out["loss"] = self.loss
+        return out
+
+
+class StepBuilder:
+    """Builds steps from marks and writes them through `files` (write_step, progress)."""
+
+    def __init__(self, files, first_step=0):
+        self.files = files
+        self.clock = WallClock()
+        self.next_index = first_step
+        self.current = None
+        self.pending = []  # finished steps whose events have not completed yet
+        self.event_factory = None  # set on CUDA: () -> a recorded torch.cuda.Event
+        self.written = 0
+        self.resume = None  # the end of the last step: the next one starts there (steps are contiguous)
+
+    def mark(self):
+        return Mark(self.event_factory)
+
+    def started(self):
+        return self.current is not None
+
+    def ensure(self, mark=None):
+        """The current step; when none is under way, one begun where the last one ended (what a loop
+        does between two steps, logging included, is part of a step), else at `mark` or now."""
+        if self.current is None:
+            self.current = Step(self.next_index, self.resume or mark or self.mark())
+            self.resume = None
+        return self.current
+
+    def interval(self, phase, a, b):
+        self.ensure(a).intervals.append((phase, a, b))
+
+    def add_data(self, start_host, end_host):
+        step = self.ensure()
+        step.data_ms += max(0.0, (end_host - start_host) * 1000.0)
+
+    def discard(self):
+        """Drops the step under way, and the time since the last step (it was not training: an
+        evaluation between epochs)."""
+        self.current = None
+        self.resume = None
+
+    def progress(self, phase):
+        self.files.progress(self.next_index, phase)
+
+    def finish(self, end=None):
+        step = self.current
+        if step is None:
+            return
+        step.end = end or self.mark()
+        self.current = None
+        self.resume = step.end
+        self.next_index += 1
+        self.pending.append(step)
+        self.files.progress(step.index, "done")
+        self.flush(wait=False)
+
+    def flush(self, wait):
+        """Writes the finished steps whose events completed, in order (all of them when wait)."""
+        while self.pending:
+            step = self.pending[0]
+            if not step.ready():
+                if not wait:
+                    return
+                step.end.event.synchronize()
+            self.pending.pop(0)
+            self.files.write_step(step.record(self.clock))
+            self.written += 1

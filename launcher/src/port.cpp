@@ -24,7 +24,8 @@ int lockPort(int port) {
   const std::string lock = lockPath(port);
   int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::fstat(fd, &held) == 0 && ::stat(lock.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
         held.st_dev == named.st_dev)
       return fd;

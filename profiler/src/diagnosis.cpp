@@ -119,48 +119,32 @@ void foldSymptoms(Findings& findings, const RunData& run, const TimingAnalysis& 
 // A straggler whose extra time is mostly waiting for its data, beside a data finding: when the
 // other ranks wait for their data too (each at least the data-bound share of its step), every
 // loader is too slow and the straggler's is the slowest: one data finding. When the others barely
-// wait, the data finding is the straggler's alone (its shard, disk or loader): one straggler
-// finding that says so.
+// wait, the data is the straggler's problem alone (its shard, disk or loader): the straggler
+// finding, which says so, stays alone.
 void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
   if (!t.straggler) return;
   auto data = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
     return f.kind == FindingKind::kDataloaderStarved || f.kind == FindingKind::kDataBound;
   });
-  auto straggler = std::find_if(findings.begin(), findings.end(),
-                                [](const Finding& f) { return f.kind == FindingKind::kStraggler; });
-  if (data == findings.end() || straggler == findings.end()) return;
-  const int slow = t.straggler->rank;
-  double own = 0;
-  std::vector<double> others, otherShares;
-  for (const auto& r : t.ranks) {
-    const double ms = r.phaseMsMedian[Phase::kData];
-    if (r.rank == slow) {
-      own = ms;
-    } else {
-      others.push_back(ms);
-      otherShares.push_back(r.stepMsMedian > 0 ? ms / r.stepMsMedian : 0);
-    }
-  }
-  if (others.empty()) return;
-  std::sort(others.begin(), others.end());
+  const auto grown = rules::grownPhase(t, t.straggler->rank, t.straggler->extraComputeMs);
+  if (data == findings.end() || !grown || grown->phase != Phase::kData) return;
+  std::vector<double> otherShares;
+  for (const auto& r : t.ranks)
+    if (r.rank != t.straggler->rank)
+      otherShares.push_back(r.stepMsMedian > 0 ? r.phaseMsMedian[Phase::kData] / r.stepMsMedian : 0);
+  if (otherShares.empty()) return;
   std::sort(otherShares.begin(), otherShares.end());
-  const double othersMs = others[others.size() / 2];
-  if (own - othersMs < 0.5 * t.straggler->extraComputeMs) return;  // its extra time is not data
   if (otherShares[otherShares.size() / 2] >= rules::kDataBoundShare) {
     data->evidence += fmt::format(
         "; rank {} waits longest for its data ({:.1f} ms a step against {:.1f} ms), and the "
         "others wait for it in the allreduce ({:.1f} ms a step)",
-        slow, own, othersMs, t.straggler->othersWaitMs);
-    findings.erase(straggler);
-    return;
+        t.straggler->rank, grown->ownMs, grown->othersMs, t.straggler->othersWaitMs);
+    findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                  [](const Finding& f) { return f.kind == FindingKind::kStraggler; }),
+                   findings.end());
+  } else {
+    findings.erase(data);
   }
-  straggler->evidence +=
-      fmt::format("; its time goes to loading data: {:.1f} ms a step against {:.1f} ms on the others", own, othersMs);
-  straggler->fix = fmt::format(
-      "find why rank {}'s data is slower: its shard (size, format), the disk or network it reads "
-      "from, its DataLoader (workers, transform); every rank waits for it at each allreduce",
-      slow);
-  findings.erase(data);
 }
 
 // Exposed communication that costs more of the step than CPU contention does goes before it: the

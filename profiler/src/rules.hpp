@@ -7,6 +7,7 @@
 #include "ddp/profiler/analysis.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,5 +59,13 @@ struct CrowdedHost {
   double runDelayPctLo = 0, runDelayPctHi = 0;
 };
 std::vector<CrowdedHost> crowdedHosts(const RunData& run, const TimingAnalysis& t);
+
+// The phase (not comm_wait) in which a rank spends most more than the others' median, with both
+// medians, when that holds at least half of extraMs (a straggler's extra compute).
+struct GrownPhase {
+  Phase phase = Phase::kData;
+  double ownMs = 0, othersMs = 0;
+};
+std::optional<GrownPhase> grownPhase(const TimingAnalysis& t, int rank, double extraMs);
 
 }  // namespace ddp::profiler::rules

@@ -90,15 +90,51 @@ void commBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
       "ddpbench --op allreduce at the gradient size on the same hosts: its busbw is what the link delivers");
 }
 
+std::optional<GrownPhase> grownPhase(const TimingAnalysis& t, int rank, double extraMs) {
+  std::optional<GrownPhase> best;
+  double bestExcess = 0;
+  for (Phase p : kPhases) {
+    if (p == Phase::kCommWait) continue;
+    std::vector<double> others;
+    double own = 0;
+    for (const auto& r : t.ranks) {
+      if (r.rank == rank)
+        own = r.phaseMsMedian[p];
+      else
+        others.push_back(r.phaseMsMedian[p]);
+    }
+    if (others.empty()) continue;
+    std::sort(others.begin(), others.end());
+    const double theirs = others[others.size() / 2];
+    if (own - theirs > bestExcess) {
+      bestExcess = own - theirs;
+      best = GrownPhase{p, own, theirs};
+    }
+  }
+  if (!best || bestExcess < 0.5 * extraMs) return std::nullopt;
+  return best;
+}
+
 void straggler(const RunData&, const TimingAnalysis& t, Findings& out) {
   if (!t.straggler) return;
   const auto& s = *t.straggler;
-  add(out, FindingKind::kStraggler, Severity::kWarning, {s.rank},
-      fmt::format("rank {} was the slowest in {} of steps, computing {:.1f} ms longer than the others' median; the "
-                  "others waited {:.1f} ms per step for it",
-                  s.rank, percent(s.slowestShare, 0), s.extraComputeMs, s.othersWaitMs),
-      "check that rank's host and GPU (clocks, thermal throttling, other jobs: nvidia-smi, top), its data shard and "
-      "loader, and CPU binding; every rank waits for the slowest at each allreduce",
+  const auto grown = grownPhase(t, s.rank, s.extraComputeMs);
+  std::string evidence = fmt::format(
+      "rank {} was the slowest in {} of steps, computing {:.1f} ms longer than the others' median; the "
+      "others waited {:.1f} ms per step for it",
+      s.rank, percent(s.slowestShare, 0), s.extraComputeMs, s.othersWaitMs);
+  if (grown)
+    evidence += fmt::format("; its extra time is in {}: {:.1f} ms a step against {:.1f} ms on the others",
+                            phaseName(grown->phase), grown->ownMs, grown->othersMs);
+  const std::string fix =
+      grown && grown->phase == Phase::kData
+          ? fmt::format(
+                "find why rank {}'s data is slower: its shard (size, format), the disk or network it reads "
+                "from, its DataLoader (workers, transform); every rank waits for it at each allreduce",
+                s.rank)
+          : "check that rank's host and GPU (clocks, thermal throttling, other jobs: nvidia-smi, top), its data shard "
+            "and loader, and CPU binding; every rank waits for the slowest at each allreduce";
+  add(out, FindingKind::kStraggler, Severity::kWarning, {s.rank}, evidence, fix,
       s.slowestShare >= kStragglerSureShare ? Confidence::kHigh : Confidence::kMedium,
       fmt::format("top and nvidia-smi on rank {}'s host while it runs; trace.json shows its steps against the others'",
                   s.rank));

@@ -5,6 +5,7 @@
 #include "ddp/common/rank_exit.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/common/run_manifest.hpp"
+#include "ddp/common/timing_source.hpp"
 #include "ddp/common/util_sample.hpp"
 
 #include <unistd.h>
@@ -300,6 +301,41 @@ TEST_CASE("a utilisation sample survives format and parse", "[common][util]") {
   CHECK_THROWS_WITH(parseUtilSample(R"({"rank":0,"t_unix_us":5})"), Contains("missing field \"cpu_pct\""));
   CHECK_THROWS_WITH(parseUtilSample(R"({"rank":0,"t_unix_us":5,"cpu_pct":"a"})"),
                     Contains("\"cpu_pct\" must be a number"));
+}
+
+TEST_CASE("a timings source survives format and parse; the training loader is the busiest", "[common][timings]") {
+  ddp::TimingSource s;
+  s.rank = 2;
+  s.source = "python-auto";
+  s.runtime = "torch 1.13.0 (Python 3.11.2)";
+  s.device = "cuda:0";
+  s.notes = {"2 or more optimizers"};
+  ddp::DataLoaderFacts eval, train;
+  eval.batches = 10;
+  train.numWorkers = 4;
+  train.pinMemory = true;
+  train.batchSize = 32;
+  train.batches = 500;
+  train.waitMs = 1234.5;
+  train.datasetSize = 50000;
+  s.dataloaders = {eval, train};
+  const auto back = ddp::timingSourceFromJson(ddp::toJson(s));
+  CHECK(ddp::toJson(back) == ddp::toJson(s));
+  REQUIRE(back.busiestLoader() != nullptr);
+  CHECK(back.busiestLoader()->numWorkers == 4);
+  CHECK(back.busiestLoader()->datasetSize == 50000);
+  ddp::TimingSource none;
+  none.source = "python-auto";
+  none.instrumented = false;
+  none.reason = "no DistributedDataParallel model was built";
+  const auto said = ddp::timingSourceFromJson(ddp::toJson(none));
+  CHECK_FALSE(said.instrumented);
+  CHECK(said.reason == none.reason);
+  CHECK(said.busiestLoader() == nullptr);
+  CHECK_THROWS_WITH(ddp::timingSourceFromJson(nlohmann::json{{"rank", 0}}), Contains("missing field \"source\""));
+  CHECK_THROWS_WITH(ddp::timingSourceFromJson(
+                        nlohmann::json{{"rank", 0}, {"source", "cpp"}, {"dataloaders", {{{"num_workers", "x"}}}}}),
+                    Contains("num_workers"));
 }
 
 TEST_CASE("files: atomic writes leave nothing half-written, listings are sorted", "[common][files]") {

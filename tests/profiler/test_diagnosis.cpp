@@ -260,6 +260,95 @@ TEST_CASE("a rank's own threads on its one core: threads_oversubscribed, not con
   CHECK(findingKindName(findingsOf(run).front().kind) == "cpu_contention");
 }
 
+namespace {
+
+// Every rank's timings source: Python, one training DataLoader with `workers` workers.
+void pythonLoaders(RunData& run, int workers) {
+  for (const auto& [rank, records] : run.timings) {
+    ddp::TimingSource s;
+    s.rank = rank;
+    s.source = "python-auto";
+    s.runtime = "torch 1.13.0 (Python 3.11.2)";
+    s.device = "cpu";
+    ddp::DataLoaderFacts loader;
+    loader.numWorkers = workers;
+    loader.batches = static_cast<int64_t>(records.size());
+    s.dataloaders = {loader};
+    run.sources[rank] = s;
+  }
+}
+
+// Data takes `dataMs(rank)` of each step of 10 ms compute.
+RunData dataRun(const std::function<double(int)>& dataMs) {
+  auto run = syncRun(2, 40, [&](int r, int) { return 10.0 + dataMs(r); });
+  for (auto& [rank, records] : run.timings)
+    for (auto& rec : records) {
+      const double data = dataMs(rank);
+      rec.phasesMs[Phase::kData] = data;
+      rec.phasesMs[Phase::kForward] = 3;
+      rec.phasesMs[Phase::kBackward] = 5;
+      rec.phasesMs[Phase::kOptimizer] = 2;
+    }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("a Python loader with num_workers=0 starving every rank: dataloader_starved", "[profiler][diagnosis]") {
+  auto run = dataRun([](int r) { return r == 1 ? 16.0 : 12.0; });
+  pythonLoaders(run, 0);
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "dataloader_starved");
+  CHECK_THAT(findings.front().evidence, Contains("num_workers=0"));
+  CHECK_THAT(findings.front().fix, Contains("num_workers=N"));
+  CHECK(kinds(findings).find("straggler") == std::string::npos);  // folded: every loader is too slow
+  // The same run from a program that says nothing of its loaders: data_bound.
+  run.sources.clear();
+  CHECK(findingKindName(findingsOf(run).front().kind) == "data_bound");
+}
+
+TEST_CASE("one rank's slow data: the straggler, whose time goes to data", "[profiler][diagnosis]") {
+  auto run = dataRun([](int r) { return r == 1 ? 14.0 : 0.2; });
+  pythonLoaders(run, 0);
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "straggler");
+  CHECK(findings.front().ranks == std::vector<int>{1});
+  CHECK_THAT(findings.front().evidence,
+             Contains("its extra time is in data: 14.0 ms a step against 0.2 ms on the others"));
+  CHECK(kinds(findings).find("dataloader_starved") == std::string::npos);
+}
+
+TEST_CASE("the report names the timings' source, or why there are none", "[profiler][diagnosis]") {
+  auto run = syncRun(2, 20, [](int, int) { return 10.0; });
+  pythonLoaders(run, 2);
+  run.sources[1].notes = {"2 or more optimizers update the DDP models' parameters"};
+  const auto t = analyseTimings(run);
+  const Report report{run, t, diagnose(run, t)};
+  const auto text = renderReportText(report);
+  CHECK_THAT(text, Contains("timings: ddprun's automatic PyTorch instrumentation, torch 1.13.0 (Python 3.11.2), cpu "
+                            "on ranks 0, 1"));
+  CHECK_THAT(text, Contains("note (rank 1): 2 or more optimizers"));
+  RunData none;
+  none.dir = "constructed";
+  for (int r = 0; r < 2; ++r) {
+    ddp::TimingSource s;
+    s.rank = r;
+    s.source = "python-auto";
+    s.instrumented = false;
+    s.reason = "the program never imported torch";
+    none.sources[r] = s;
+  }
+  const auto nt = analyseTimings(none);
+  const auto said = renderReportText(Report{none, nt, diagnose(none, nt)});
+  CHECK_THAT(said, Contains("verdict: not measured: no step timings: the Python instrumentation could not follow the "
+                            "program (ranks 0, 1: the program never imported torch)"));
+  CHECK_THAT(said, !Contains("samples/s") && !Contains("imbalance 1"));
+}
+
 TEST_CASE("a rank stopped and continued: stalls name it and say it was stopped", "[profiler][diagnosis]") {
   // Rank 1 is stopped for 400 ms in 8 of 80 steps of about 58 ms.
   auto stopped = [](int s) { return s % 10 == 5; };

@@ -97,7 +97,7 @@ case ${1:-} in
     [[ $(first_finding slow) == "['straggler']" ]] || fail "slowed rank 1: $(first_finding slow)"
     [[ $(json run-slow/report.json '[f["ranks"] for f in r["findings"] if f["kind"] == "straggler"][0]') == "[1]" ]] ||
       fail "the straggler is not rank 1"
-    grep -q "its time goes to loading data" run-slow/report.txt || fail "the straggler's data is not named"
+    grep -q "its extra time is in data" run-slow/report.txt || fail "the straggler's data is not named"
     echo "ok: heavy transform -> dataloader_starved; slowed rank 1 -> straggler (rank 1), its data"
     ;;
   torchrun)

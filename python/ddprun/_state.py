@@ -59,9 +59,9 @@ class State:
         self.instrumented_steps = False
 
     # The files, for the step builder: nothing is written before the rank is claimed.
-    def write_step(self, record):
+    def write_step(self, step):
         if self.owner:
-            self.files.write_step(record)
+            self.files.write_step(step.line(self.steps.clock, self.files.rank, self.files.world_size))
 
     def progress(self, step, phase):
         if self.owner:

@@ -9,7 +9,7 @@ time: it is the time the host was blocked waiting for the DataLoader."""
 
 import time
 
-from ._records import PHASES, WallClock
+from ._records import PHASES, SCHEMA, WallClock
 
 
 class Mark:
@@ -45,33 +45,29 @@ class Step:
         last = self.end.event if self.end is not None else None
         return last is None or last.query()
 
-    def record(self, clock):
+    def line(self, clock, rank, world_size):
+        """The step's record, one line of JSON (docs/timings.md), formatted by hand: json.dumps
+        would be a third of what the instrumentation costs a step."""
         phases = dict.fromkeys(PHASES, 0.0)
         phases["data"] = self.data_ms
         for phase, a, b in self.intervals:
             phases[phase] += elapsed_ms(a, b)
         step_ms = max(elapsed_ms(self.start, self.end), sum(phases.values()))
-        out = {
-            "step": self.index,
-            "start_unix_us": clock.unix_us(self.start.host),
-            "samples": self.samples,
-            "step_ms": round(step_ms, 4),
-            "phases_ms": {k: round(v, 4) for k, v in phases.items()},
-        }
-        collectives = []
-        for bucket, nbytes, a, b in self.collectives:
-            if b is None:
-                continue
-            entry = {"op": "allreduce", "bytes": nbytes, "start_unix_us": clock.unix_us(a.host),
-                     "duration_ms": round(elapsed_ms(a, b), 4)}
-            if bucket is not None:
-                entry["bucket"] = bucket
-            collectives.append(entry)
+        out = '{"schema":%d,"rank":%d' % (SCHEMA, rank)
+        if world_size:
+            out += ',"world_size":%d' % world_size
+        out += ',"step":%d,"start_unix_us":%d,"samples":%d,"step_ms":%.4f,"phases_ms":{%s}' % (
+            self.index, clock.unix_us(self.start.host), self.samples, step_ms,
+            ",".join('"%s":%.4f' % (p, phases[p]) for p in PHASES))
+        collectives = [
+            '{"op":"allreduce",%s"bytes":%d,"start_unix_us":%d,"duration_ms":%.4f}' % (
+                "" if bucket is None else '"bucket":%d,' % bucket, nbytes, clock.unix_us(a.host), elapsed_ms(a, b))
+            for bucket, nbytes, a, b in self.collectives if b is not None]
         if collectives:
-            out["collectives"] = collectives
+            out += ',"collectives":[%s]' % ",".join(collectives)
         if self.loss is not None and self.loss == self.loss and abs(self.loss) != float("inf"):
-            out["loss"] = self.loss
-        return out
+            out += ',"loss":%r' % self.loss
+        return out + "}\n"
 
 
 class StepBuilder:
@@ -138,5 +134,5 @@ class StepBuilder:
                     return
                 step.end.event.synchronize()
             self.pending.pop(0)
-            self.files.write_step(step.record(self.clock))
+            self.files.write_step(step)
             self.written += 1

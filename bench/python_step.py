@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""A plain PyTorch DDP training script for the instrumentation-overhead benchmark
+(bench/python-overhead.sh), written as for torchrun: env:// rendezvous over Gloo, a DataLoader over
+a synthetic dataset, SGD. It times its own steps (time.perf_counter around each whole iteration,
+data included), so the figure exists with and without ddprun's instrumentation; rank 0 prints
+one JSON object with the median.
+
+usage: python_step.py MODEL STEPS   (MODEL: tiny | mlp | cnn; tiny: one linear layer, whose step is
+so short that what the instrumentation adds to it shows in microseconds)"""
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+def model_of(name):
+    if name == "tiny":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                             nn.Linear(512, 10))
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+
+
+def main():
+    name, steps = sys.argv[1], int(sys.argv[2])
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    data = TensorDataset(torch.randn(8192, 1, 28, 28, generator=g), torch.randint(0, 10, (8192,), generator=g))
+    loader = DataLoader(data, batch_size=32, sampler=DistributedSampler(data, seed=2))
+    model = DDP(model_of(name))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    times = []
+    batches = iter(loader)
+    for _ in range(steps):
+        start = time.perf_counter()  # the whole iteration: the next batch included
+        try:
+            x, y = next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            x, y = next(batches)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        times.append(time.perf_counter() - start)
+    if dist.get_rank() == 0:
+        print(json.dumps({"model": name, "steps": steps, "np": dist.get_world_size(),
+                          "step_ms_median": 1000 * statistics.median(times[10:])}))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -149,13 +149,13 @@ int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
     out << planDryRun(plan);
     return 0;
   }
+  o.runDir = createRunDirectory(plan.runDir, !o.runDir.empty(), o.profile);  // a bad one fails before any note
   for (const auto& w : plan.warnings) logger()->warn("{}", w);
   for (const auto& n : plan.notes) logger()->info("{}", n);
   if (o.profile && o.instrument && ctx.pythonDir.empty())
     logger()->warn("ddprun's Python package is not installed beside it ({}): Python ranks get no step timings",
                    "share/ddprun/python");
   const bool local = plan.masterAddr == "127.0.0.1";
-  o.runDir = createRunDirectory(plan.runDir, !o.runDir.empty(), o.profile);
   return runWithRestarts(RunLayout(o.runDir), settings, [&](int attempt) {
     std::optional<PortReservation> freshPort;  // every attempt gets its own MASTER_PORT
     if (attempt > 0 && r.masterPort == 0) ctx.masterPort = freshPort.emplace().port();

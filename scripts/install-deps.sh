@@ -14,8 +14,8 @@ packages=(
   # the peer to measure against, and simulated hosts
   python3-torch iproute2 procps
   # the HTML report opened in a headless browser (tests), the fuzz targets (clang, libFuzzer),
-  # and the format check (clang-format)
-  chromium fonts-dejavu-core clang libclang-rt-14-dev clang-format
+  # the format check (clang-format) and the function-length check (universal-ctags)
+  chromium fonts-dejavu-core clang libclang-rt-14-dev clang-format universal-ctags
 )
 
 missing=()

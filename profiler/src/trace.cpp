@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 namespace ddp::profiler {
 namespace {
@@ -66,6 +68,67 @@ std::map<std::string, double> estimateClockOffsets(const RunData& run) {
   return offsets;
 }
 
+namespace {
+
+json metadataEvent(const char* name, int pid, int tid, json args) {
+  return {{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+json completeEvent(std::string name, const char* category, int pid, int tid, double ts, double dur, json args) {
+  return {{"ph", "X"},  {"name", std::move(name)}, {"cat", category}, {"pid", pid}, {"tid", tid}, {"ts", ts},
+          {"dur", dur}, {"args", std::move(args)}};
+}
+
+void nameLane(json& events, int pid, int tid, const std::string& name) {
+  events.push_back(metadataEvent("thread_name", pid, tid, {{"name", name}}));
+  events.push_back(metadataEvent("thread_sort_index", pid, tid, {{"sort_index", tid}}));
+}
+
+// One rank's process: its name, its lanes, and its steps, phases and collectives; ts maps a
+// wall-clock time of its host onto the trace's time line.
+void appendRank(json& events, int rank, const std::string& host, const std::vector<StepRecord>& records,
+                const std::function<double(double)>& ts) {
+  events.push_back(
+      metadataEvent("process_name", rank, 0,
+                    {{"name", host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} ({})", rank, host)}}));
+  events.push_back(metadataEvent("process_sort_index", rank, 0, {{"sort_index", rank}}));
+  nameLane(events, rank, kStepLane, "steps");
+  nameLane(events, rank, kPhaseLane, "phases");
+  std::set<int> buckets;
+  bool others = false;
+  for (const auto& r : records) {
+    const double start = ts(static_cast<double>(r.startUnixUs));
+    json args = {{"samples", r.samples}};
+    if (r.loss) args["loss"] = *r.loss;
+    events.push_back(
+        completeEvent(fmt::format("step {}", r.step), "step", rank, kStepLane, start, r.stepMs * 1e3, args));
+    // Phases are recorded as durations: they are laid end to end, in their order, from the step's start.
+    double at = start;
+    for (Phase p : kPhases) {
+      const double dur = r.phasesMs[p] * 1e3;
+      if (dur <= 0) continue;
+      events.push_back(
+          completeEvent(std::string(phaseName(p)), "phase", rank, kPhaseLane, at, dur, {{"step", r.step}}));
+      at += dur;
+    }
+    for (const auto& c : r.collectives) {
+      const bool bucket = c.bucket >= 0;
+      if (bucket)
+        buckets.insert(c.bucket);
+      else
+        others = true;
+      events.push_back(completeEvent(
+          bucket ? fmt::format("{} bucket {}", collectiveOpName(c.op), c.bucket) : std::string(collectiveOpName(c.op)),
+          "collective", rank, bucket ? kFirstBucketLane + c.bucket : kOtherCollectivesLane,
+          ts(static_cast<double>(c.startUnixUs)), c.durationMs * 1e3, {{"step", r.step}, {"bytes", c.bytes}}));
+    }
+  }
+  for (int b : buckets) nameLane(events, rank, kFirstBucketLane + b, fmt::format("bucket {}", b));
+  if (others) nameLane(events, rank, kOtherCollectivesLane, "other collectives");
+}
+
+}  // namespace
+
 json traceJson(const RunData& run) {
   const auto hosts = rankHosts(run);
   const auto offsets = estimateClockOffsets(run);
@@ -74,73 +137,11 @@ json traceJson(const RunData& run) {
   for (const auto& [rank, records] : run.timings)
     for (const auto& r : records) origin = std::min(origin, r.startUnixUs);
   if (origin == INT64_MAX) origin = 0;
-  auto thread = [&](int pid, int tid, const std::string& name) {
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
-    events.push_back(
-        {{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
-  };
   for (const auto& [rank, records] : run.timings) {
     const auto host = hosts.count(rank) ? hosts.at(rank) : std::string();
     const double shift = offsets.count(host) ? offsets.at(host) : 0.0;
-    auto ts = [&](double unixUs) { return unixUs - shift - static_cast<double>(origin); };
-    events.push_back(
-        {{"ph", "M"},
-         {"name", "process_name"},
-         {"pid", rank},
-         {"tid", 0},
-         {"args", {{"name", host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} ({})", rank, host)}}}});
-    events.push_back(
-        {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", rank}, {"tid", 0}, {"args", {{"sort_index", rank}}}});
-    thread(rank, kStepLane, "steps");
-    thread(rank, kPhaseLane, "phases");
-    std::set<int> buckets;
-    bool others = false;
-    for (const auto& r : records) {
-      const double start = ts(static_cast<double>(r.startUnixUs));
-      json args = {{"samples", r.samples}};
-      if (r.loss) args["loss"] = *r.loss;
-      events.push_back({{"ph", "X"},
-                        {"name", fmt::format("step {}", r.step)},
-                        {"cat", "step"},
-                        {"pid", rank},
-                        {"tid", kStepLane},
-                        {"ts", start},
-                        {"dur", r.stepMs * 1e3},
-                        {"args", args}});
-      // Phases are recorded as durations: they are laid end to end, in their order, from the step's start.
-      double at = start;
-      for (Phase p : kPhases) {
-        const double dur = r.phasesMs[p] * 1e3;
-        if (dur <= 0) continue;
-        events.push_back({{"ph", "X"},
-                          {"name", std::string(phaseName(p))},
-                          {"cat", "phase"},
-                          {"pid", rank},
-                          {"tid", kPhaseLane},
-                          {"ts", at},
-                          {"dur", dur},
-                          {"args", {{"step", r.step}}}});
-        at += dur;
-      }
-      for (const auto& c : r.collectives) {
-        const int lane = c.bucket >= 0 ? kFirstBucketLane + c.bucket : kOtherCollectivesLane;
-        if (c.bucket >= 0)
-          buckets.insert(c.bucket);
-        else
-          others = true;
-        events.push_back({{"ph", "X"},
-                          {"name", c.bucket >= 0 ? fmt::format("{} bucket {}", collectiveOpName(c.op), c.bucket)
-                                                 : std::string(collectiveOpName(c.op))},
-                          {"cat", "collective"},
-                          {"pid", rank},
-                          {"tid", lane},
-                          {"ts", ts(static_cast<double>(c.startUnixUs))},
-                          {"dur", c.durationMs * 1e3},
-                          {"args", {{"step", r.step}, {"bytes", c.bytes}}}});
-      }
-    }
-    for (int b : buckets) thread(rank, kFirstBucketLane + b, fmt::format("bucket {}", b));
-    if (others) thread(rank, kOtherCollectivesLane, "other collectives");
+    appendRank(events, rank, host, records,
+               [&](double unixUs) { return unixUs - shift - static_cast<double>(origin); });
   }
   json clock = json::object();
   for (const auto& [host, offset] : offsets) clock[host] = offset;

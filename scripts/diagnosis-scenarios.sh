@@ -13,8 +13,8 @@ ddprun=$build/launcher/ddprun train=$build/examples/train ddprof=$build/profiler
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 repeat=3 doc=0 smoke=0 chosen=()
 all=(healthy nice-busy-core-1 busy-core-1 busy-core-0 shared-core quota-1 sigstop-1 oversubscribed small-batch
-  socket-fallback slow-link)
-quick=(healthy busy-core-1 busy-core-0 sigstop-1 oversubscribed socket-fallback)
+  python-healthy python-data python-slow-shard socket-fallback slow-link)
+quick=(healthy busy-core-1 busy-core-0 sigstop-1 oversubscribed python-data socket-fallback)
 while [ $# -gt 0 ]; do
   case $1 in
     --repeat) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "diagnosis-scenarios.sh: --repeat needs a count" >&2; exit 2; }
@@ -43,6 +43,7 @@ results=$work/results.jsonl
 declare -A expect=([healthy]=none [nice-busy-core-1]=none [busy-core-1]="cpu_contention 1" [busy-core-0]="cpu_contention 0"
   [shared-core]="cpu_contention 0,1" [quota-1]="cpu_contention 1" [sigstop-1]="stalls 1"
   [oversubscribed]="cpu_contention 0,1,2,3" [small-batch]="comm_bound" [socket-fallback]=socket_fallback
+  [python-healthy]=none [python-data]=dataloader_starved [python-slow-shard]="straggler 1"
   [slow-link]=comm_bound)
 declare -A made=(
   [healthy]="2 ranks of train --model cnn, each pinned to its own core, nothing else running"
@@ -54,14 +55,23 @@ declare -A made=(
   [sigstop-1]="rank 1's process stopped for 0.3 s and continued, 8 times 0.4 s apart (kill -STOP / -CONT)"
   [oversubscribed]="the README's main job: 4 ranks of train --model mlp on this 2-core machine"
   [small-batch]="2 pinned ranks of train --backend gloo --model mlp --batch-size 2: 2.7 MB of gradients for 2 samples a step"
+  [python-healthy]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py: DistributedSampler, a DataLoader worker, evaluation each epoch), 2 pinned ranks, nothing else running"
+  [python-data]="an unchanged PyTorch DDP script (tests/python/scripts/heavy_transform.py): a heavy per-sample transform in a DataLoader with num_workers=0, 2 pinned ranks"
+  [python-slow-shard]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py) whose rank 1 reads a slow dataset (0.25 ms a sample), num_workers=0"
   [socket-fallback]="a healthy run's directory with a real 2-host NCCL log on TCP sockets (fixture 13)"
   [slow-link]="2 simulated hosts x 2 ranks over Gloo, host sim1's link limited to 10 Mbit/s (tc tbf)")
 
-pinned() {  # pinned RUN_DIR PREFIX TRAIN_ARGS...: 2 ranks, each on core RANK (or PREFIX's choice)
+pinned() {  # pinned RUN_DIR PREFIX TRAIN_ARGS...: 2 ranks of train, each on core RANK (or PREFIX's choice)
+  local run=$1 prefix=$2
+  shift 2
+  pinned_program "$run" "$prefix" "$train" "$@"
+}
+
+pinned_program() {  # pinned_program RUN_DIR PREFIX PROGRAM ARGS...
   local run=$1 prefix=$2
   shift 2
   "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 2 -- sh -c \
-    "$prefix exec taskset -c \${DDP_CORE:-\$RANK} \"\$0\" \"\$@\"" "$train" "$@" >/dev/null
+    "$prefix exec taskset -c \${DDP_CORE:-\$RANK} \"\$0\" \"\$@\"" "$@" >/dev/null
 }
 
 busy_loop() {  # busy_loop CORE [NICE]
@@ -97,6 +107,12 @@ run_scenario() {  # run_scenario NAME RUN_DIR
     oversubscribed) "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 4 "$train" --model mlp \
                       --steps 200 --batch-size 32 >/dev/null ;;
     small-batch) pinned "$run" "" --backend gloo --model mlp --batch-size 2 --steps 1500 --log-every 10000 ;;
+    python-healthy) pinned_program "$run" "unset PYTHONUNBUFFERED;" /usr/bin/python3 \
+                      "$root/tests/python/scripts/mnist_sampler.py" --epochs 2 --samples 4096 --workers 1 ;;
+    python-data) pinned_program "$run" "unset PYTHONUNBUFFERED;" /usr/bin/python3 "$root/tests/python/scripts/heavy_transform.py" ;;
+    python-slow-shard)
+      pinned_program "$run" "unset PYTHONUNBUFFERED; export SLOW_RANK=1 SLOW_MS=0.25;" /usr/bin/python3 \
+        "$root/tests/python/scripts/mnist_sampler.py" --epochs 1 --workers 0 --samples 4096 ;;
     socket-fallback)
       pinned "$run" "" --model cnn --batch-size 32 --steps 30 --log-every 1000
       cp "$root/tests/data/nccl-logs/13-nccltests284-table-header-interleaved-init-timings-dash-form.log" "$run/nccl/"

@@ -42,7 +42,7 @@ results=$work/results.jsonl
 # what makes it, and the program each rank runs: train on a core of its own (taskset -c RANK).
 declare -A expect=([healthy]=none [nice-busy-core-1]=none [busy-core-1]="cpu_contention 1" [busy-core-0]="cpu_contention 0"
   [shared-core]="cpu_contention 0,1" [quota-1]="cpu_contention 1" [sigstop-1]="stalls 1"
-  [oversubscribed]="cpu_contention 0,1,2,3" [small-batch]="comm_bound" [socket-fallback]=socket_fallback
+  [oversubscribed]="cpu_contention 0,1,2,3" [small-batch]="small_batch|comm_bound" [socket-fallback]=socket_fallback
   [python-healthy]=none [python-data]=dataloader_starved [python-slow-shard]="straggler 1"
   [slow-link]=comm_bound)
 declare -A made=(
@@ -54,7 +54,7 @@ declare -A made=(
   [quota-1]="rank 1 in a cgroup with a CPU quota of 0.4 cores (cpu.cfs_quota_us), each rank on its own core"
   [sigstop-1]="rank 1's process stopped for 0.3 s and continued, 8 times 0.4 s apart (kill -STOP / -CONT)"
   [oversubscribed]="the README's main job: 4 ranks of train --model mlp on this 2-core machine"
-  [small-batch]="2 pinned ranks of train --backend gloo --model mlp --batch-size 2: 2.7 MB of gradients for 2 samples a step"
+  [small-batch]="2 pinned ranks of train --backend gloo --model mlp --batch-size 2: 2.7 MB of gradients for 2 samples a step (right: small_batch, or comm_bound with its larger-batch fix once the transfer alone is 25 % of the step)"
   [python-healthy]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py: DistributedSampler, a DataLoader worker, evaluation each epoch), 2 pinned ranks, nothing else running"
   [python-data]="an unchanged PyTorch DDP script (tests/python/scripts/heavy_transform.py): a heavy per-sample transform in a DataLoader with num_workers=0, 2 pinned ranks"
   [python-slow-shard]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py) whose rank 1 reads a slow dataset (0.25 ms a sample), num_workers=0"
@@ -152,7 +152,7 @@ for name in "${chosen[@]}"; do
     want=${expect[$name]}
     got=$kind
     [[ $want == *" "* ]] && got="$kind $ranks"
-    if [[ $got != "$want" ]]; then
+    if [[ "|$want|" != *"|$got|"* ]]; then  # WANT may be alternatives: a|b
       status="${status/ok/}expected $want"
       sed -n '/^findings/,/^per rank/p' "$run/report.txt" >&2 2>/dev/null || true
     fi

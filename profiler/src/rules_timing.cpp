@@ -17,7 +17,11 @@ constexpr double kSlowerThanLinkShare = 0.25;  // below this share: something ot
 constexpr double kStragglerSureShare = 0.9;    // slowest in this share of the steps: sure
 constexpr double kImbalanceRatio = 1.15;       // slowest/mean compute over the run: load_imbalance
 constexpr double kDataBoundCritical = 0.5;
-constexpr double kSmallBatchCommRatio = 0.5;  // communication / (forward + backward): small_batch
+constexpr double kSmallBatchCommRatio = 0.5;  // communication / (forward + backward): small_batch (info)
+// small_batch as a warning: communication takes longer than forward + backward, the step waits for it
+// kCommBoundShare or more, and most of that wait is the transfer itself, not a late peer.
+constexpr double kSmallBatchWarnCommRatio = 1.0;
+constexpr double kSmallBatchTransferOfExposed = 0.5;
 
 // What the link delivers for an allreduce of about the job's gradient bytes: the ddpbench result
 // in the run directory at the nearest size (the same backend when there is one).
@@ -219,15 +223,29 @@ void dataBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
       "iterate the data loader alone, without training, and time a batch");
 }
 
+// Communication comparable to the compute it pays for (comm_bound takes over once the transfer
+// alone is kCommBoundShare of the step). A warning when it outlasts forward + backward and the
+// step waits for it, mostly for the transfer: on one host that is the batch, not the link.
 void smallBatch(const RunData&, const TimingAnalysis& t, Findings& out) {
   const double computeMs = forwardBackwardMs(t);
   if (t.commMsMean <= 0 || computeMs <= 0 || t.commMsMean < kSmallBatchCommRatio * computeMs ||
       t.transferShare >= kCommBoundShare)
     return;
-  add(out, FindingKind::kSmallBatch, Severity::kInfo, {},
-      fmt::format("gradient communication ({:.1f} ms per step) is comparable to forward + backward ({:.1f} ms): "
-                  "at this batch size synchronisation is a large part of the work",
-                  t.commMsMean, computeMs),
+  const double exposed = t.phaseShare[Phase::kCommWait];
+  const bool warn = t.commMsMean >= kSmallBatchWarnCommRatio * computeMs && exposed >= kCommBoundShare &&
+                    t.transferShare >= kSmallBatchTransferOfExposed * exposed;
+  std::string evidence = fmt::format(
+      "gradient communication ({:.1f} ms per step) is comparable to forward + "
+      "backward ({:.1f} ms): at this batch size synchronisation is a large part of "
+      "the work",
+      t.commMsMean, computeMs);
+  if (warn)
+    evidence = fmt::format(
+        "gradient communication ({:.1f} ms per step) takes longer than forward + backward ({:.1f} ms), and each step "
+        "waits {} for it, {} for the transfer itself (not for a late peer): at this batch size synchronisation is "
+        "most of the work",
+        t.commMsMean, computeMs, percent(exposed, 0), percent(t.transferShare, 0));
+  add(out, FindingKind::kSmallBatch, warn ? Severity::kWarning : Severity::kInfo, {}, evidence,
       "a larger batch per rank (or gradient accumulation with no_sync) amortises the allreduce over more samples",
       Confidence::kMedium, "rerun with twice the batch per rank: the communication's share should fall");
 }

@@ -389,6 +389,52 @@ TEST_CASE("waiting for a late peer is not communication-bound", "[profiler][diag
   CHECK(findingKindName(findings.front().kind) == "straggler");
   CHECK_THAT(findings.front().evidence, Contains("the others waited 20.0 ms per step for it"));
   CHECK(kinds(findings).find("comm_bound") == std::string::npos);
+  for (const auto& f : findings)  // the wait is for the peer, not for the batch's communication
+    if (f.kind == FindingKind::kSmallBatch) CHECK(f.severity == Severity::kInfo);
+}
+
+TEST_CASE("a batch too small for its gradients: small_batch first, before the rank's threads",
+          "[profiler][diagnosis]") {
+  // 2.7 MB of gradients for 2 ms of compute: the allreduce, launched early in backward, takes longer
+  // than forward + backward; the step waits for it about a third of its time, mostly for the
+  // transfer; the ranks jitter, so each waits a little for the other too. Each rank's compute and
+  // communication threads share its one core.
+  auto run = syncRun(
+      2, 40, [](int r, int s) { return (r + s) % 2 ? 2.6 : 2.0; }, 0.8, 2'700'000);
+  for (auto& [rank, records] : run.timings)
+    for (auto& rec : records) {
+      rec.collectives[0].startUnixUs -= 1500;
+      rec.collectives[0].durationMs += 1.5;
+    }
+  for (int r = 0; r < 2; ++r)
+    sample(run, r, 10, [r](UtilSample& u, int) {
+      u.cpus = std::to_string(r);
+      u.cpuPct = 99;
+      u.runDelayPct = 22;
+      u.busyThreads = 2;
+    });
+  const auto t = analyseTimings(run);
+  INFO("transfer " << t.transferShare << ", exposed " << t.phaseShare[Phase::kCommWait]);
+  REQUIRE(t.transferShare < 0.25);
+  auto findings = diagnose(run, t);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "small_batch");
+  CHECK(findings.front().severity == Severity::kWarning);
+  CHECK_THAT(findings.front().evidence, Contains("takes longer than forward + backward"));
+  CHECK_THAT(findings.front().fix, Contains("a larger batch per rank"));
+  CHECK(kinds(findings).find("threads_oversubscribed") != std::string::npos);
+  // The same communication behind 5 ms of compute: shorter than forward + backward, the step
+  // waiting less than a quarter of its time: information only.
+  auto longer = syncRun(
+      2, 40, [](int r, int s) { return (r + s) % 2 ? 5.6 : 5.0; }, 0.8, 2'700'000);
+  for (auto& [rank, records] : longer.timings)
+    for (auto& rec : records) rec.collectives[0].durationMs += 1.5;
+  const auto info = findingsOf(longer);
+  const auto small =
+      std::find_if(info.begin(), info.end(), [](const Finding& f) { return f.kind == FindingKind::kSmallBatch; });
+  REQUIRE(small != info.end());
+  CHECK(small->severity == Severity::kInfo);
 }
 
 TEST_CASE("communication measured against the link", "[profiler][diagnosis]") {

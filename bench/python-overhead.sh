@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # python-overhead.sh [OUT_DIR] [RUNS]: what the automatic Python instrumentation costs a step. The
 # same plain DDP script (bench/python_step.py over Gloo, a DataLoader, SGD; it times its own
-# iterations, data included) under `ddprun --profile` with the instrumentation and with
-# --no-instrument, one after the other, RUNS pairs (default 11): an MLP and a small CNN on 2 ranks
-# (each pinned to its own core), as the ratio of each pair's median steps, the median over pairs;
+# iterations, data included, and the CPU time of its process) under `ddprun --profile` with the
+# instrumentation and with --no-instrument, one after the other (which one first alternates from
+# pair to pair, so a drift of the host's speed does not favour either), RUNS pairs (default 21):
+# an MLP and a small CNN on 2 ranks (each pinned to its own core), as the ratio of each pair's
+# median steps and of its CPU time per step, the median over pairs and their quartiles;
 # and one linear layer on 1 rank, whose step is so short that the time the instrumentation adds
 # shows in microseconds. Writes its section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
 out=${1:-$root/bench/results}
-runs=${2:-11}
+runs=${2:-21}
 [[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "python-overhead.sh: RUNS must be a positive count, not '$runs'" >&2; exit 2; }
 mkdir -p "$out"
 work=$(mktemp -d)
@@ -24,7 +26,9 @@ for i in $(seq "$runs"); do
   for model in tiny mlp cnn; do
     np=2
     [[ $model == tiny ]] && np=1
-    for mode in off on; do
+    order=(off on)
+    ((i % 2 == 0)) && order=(on off)
+    for mode in "${order[@]}"; do
       flag=()
       [[ $mode == off ]] && flag=(--no-instrument)
       run=$work/$model-$mode-$i
@@ -44,24 +48,34 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 steps, torch_version = int(sys.argv[2]), sys.argv[3]
 runs = len([r for r in rows if r["model"] == "mlp" and r["mode"] == "on"])
-def ms(model, mode, run):
-    return next(r["step_ms_median"] for r in rows if (r["model"], r["mode"], r["run"]) == (model, mode, run))
+def ms(model, mode, run, key="step_ms_median"):
+    return next(r[key] for r in rows if (r["model"], r["mode"], r["run"]) == (model, mode, run))
+def quartiles(values):
+    if len(values) < 2:
+        return "one pair"
+    q = statistics.quantiles(values, n=4)
+    return f"{q[0]:.3f}–{q[2]:.3f}"
+
 print("## Python instrumentation overhead (`bench/python-overhead.sh`)\n")
 print(f"`bench/python_step.py` (plain DDP over Gloo, torch {torch_version}, a DataLoader, SGD, batch 32 per rank) under "
       f"`ddprun --profile`, with ddprun's automatic instrumentation and with `--no-instrument`, run one after the other "
-      f"{runs} times ({steps} steps each, every rank pinned to its own core). The script times its own iterations, the "
-      "next batch included. Per pair the ratio of the two runs' median steps; the table gives the median over the "
-      "pairs (this machine's step times drift from run to run by more than the difference, so only paired ratios "
-      "mean anything).\n")
-print("| model | ranks | step, not instrumented | step, instrumented | instrumented / not (median of pairs) |")
-print("|---|---:|---:|---:|---:|")
+      f"{runs} times ({steps} steps each, every rank pinned to its own core; which of the two runs first alternates). "
+      "The script times its own iterations, the next batch included, and the CPU time its process used per step "
+      "(every thread). Per pair the ratio of the two runs' median steps and of their CPU time per step; the table "
+      "gives the median over the pairs and, in brackets, their lower and upper quartiles: this machine's step times "
+      "move from run to run by more than the difference, so only paired ratios mean anything, and their spread says "
+      "how far to trust them.\n")
+print("| model | ranks | step, not instrumented | step, instrumented | step: instrumented / not | CPU per step: instrumented / not |")
+print("|---|---:|---:|---:|---:|---:|")
 for model in ("mlp", "cnn", "tiny"):
     pairs = [(ms(model, "off", i), ms(model, "on", i)) for i in range(1, runs + 1)]
+    cpu = [ms(model, "on", i, "cpu_ms_per_step") / ms(model, "off", i, "cpu_ms_per_step") for i in range(1, runs + 1)]
     off = statistics.median(p[0] for p in pairs)
     on = statistics.median(p[1] for p in pairs)
-    ratio = statistics.median(p[1] / p[0] for p in pairs)
+    ratios = [p[1] / p[0] for p in pairs]
     nranks = next(r["np"] for r in rows if r["model"] == model)
-    print(f"| {model} | {nranks} | {off:.3f} ms | {on:.3f} ms | **{ratio:.3f}×** |")
+    print(f"| {model} | {nranks} | {off:.3f} ms | {on:.3f} ms | **{statistics.median(ratios):.3f}×** "
+          f"({quartiles(ratios)}) | {statistics.median(cpu):.3f}× ({quartiles(cpu)}) |")
 added = statistics.median(ms("tiny", "on", i) - ms("tiny", "off", i) for i in range(1, runs + 1))
 print(f"\nWhat the instrumentation adds to a step, from the one-layer model: **{1000 * added:.0f} µs** (median over the "
       "pairs): the wrappers of the DataLoader, forward, backward and optimizer calls, the bucket hook's timing, the "

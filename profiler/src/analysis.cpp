@@ -185,7 +185,20 @@ bool seenStopped(const RunData& run, int rank, int64_t from, int64_t to) {
                      [&](const UtilSample& s) { return s.stopped && s.tUnixUs >= from && s.tUnixUs <= to; });
 }
 
-// Steps far above the median, each with the rank the others waited for and the phase that grew.
+// The phase of a rank's step that grew most over its median, communication aside; comm_wait when
+// none grew by a tenth of the stall (the rank was held up inside the collective itself).
+Phase grownPhaseOf(const StepRecord& r, const RankTiming& t, double stallExcessMs) {
+  Phase phase = Phase::kCommWait;
+  double grew = 0.1 * stallExcessMs;
+  for (Phase p : kPhases) {
+    const double excess = r.phasesMs[p] - t.phaseMsMedian[p];
+    if (p != Phase::kCommWait && excess > grew) grew = excess, phase = p;
+  }
+  return phase;
+}
+
+// Steps far above the median, each with the rank the others waited for and the phase that grew:
+// a rank whose process the sampler saw stopped in the step, else the one that computed longest.
 void findStalls(const RunData& run, const std::vector<int64_t>& common, StepsByIndex& bySteps, StepSums& sums,
                 TimingAnalysis& a) {
   const double limit = std::max(kStallFactor * a.stepMsMedian, a.stepMsMedian + kStallMinMs);
@@ -197,14 +210,15 @@ void findStalls(const RunData& run, const std::vector<int64_t>& common, StepsByI
     s.step = common[i];
     s.stepMs = sums.wallMs[i];
     s.rank = sums.slowestRank[i];
+    for (const auto& [rank, record] : bySteps[s.step])
+      if (seenStopped(run, rank, record->startUnixUs, record->startUnixUs + static_cast<int64_t>(s.stepMs * 1e3))) {
+        s.rank = rank;
+        s.stopped = true;
+        break;
+      }
     const StepRecord* r = bySteps[s.step][s.rank];
     s.startUnixUs = r->startUnixUs;
-    double grew = -1e300;
-    for (Phase p : kPhases) {
-      const double excess = r->phasesMs[p] - byRank[s.rank]->phaseMsMedian[p];
-      if (p != Phase::kCommWait && excess > grew) grew = excess, s.phase = p;
-    }
-    s.stopped = seenStopped(run, s.rank, s.startUnixUs, s.startUnixUs + static_cast<int64_t>(s.stepMs * 1e3));
+    s.phase = grownPhaseOf(*r, *byRank[s.rank], s.stepMs - a.stepMsMedian);
     ++byRank[s.rank]->stalls;
     a.stallExcessMs += s.stepMs - a.stepMsMedian;
     a.stalls.push_back(s);

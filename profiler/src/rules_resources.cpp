@@ -284,9 +284,10 @@ void stalls(const RunData&, const TimingAnalysis& t, Findings& out) {
       u && (u->runDelayPctMean.value_or(0) >= kRunDelayPct || u->throttledPctMean.value_or(0) >= kThrottledPct);
   std::string evidence = fmt::format(
       "{} steps stalled ({}× the {:.0f} ms median; {:.1f} s beyond it in all, {} of the run's time): in {} of them the "
-      "others waited for rank {}, which spent the time in {}",
+      "others waited for rank {}, {}",
       t.stalls.size(), range(lo, hi), t.stepMsMedian, t.stallExcessMs / 1e3, percent(runShare, 0), top->second, rank,
-      phaseName(phase));
+      phase == Phase::kCommWait ? std::string("which was held up inside the gradient allreduce itself")
+                                : fmt::format("which spent the time in {}", phaseName(phase)));
   if (stopped > 0) evidence += fmt::format("; its process was seen stopped (state T) during {} of them", stopped);
   const std::string fix =
       stopped > 0 ? fmt::format(

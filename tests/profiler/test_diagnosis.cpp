@@ -377,6 +377,39 @@ TEST_CASE("a rank stopped and continued: stalls name it and say it was stopped",
   CHECK_THAT(first.fix, Contains("SIGSTOP"));
 }
 
+TEST_CASE("a rank stopped inside the allreduce: the stall is its, not the peer's that computed longer",
+          "[profiler][diagnosis]") {
+  // Rank 1 is stopped for 400 ms after it launched its gradients, in 8 of 80 steps: both ranks
+  // wait in comm_wait, and rank 0 happens to compute 1 ms longer in those steps.
+  auto stopped = [](int s) { return s % 10 == 5; };
+  auto run = syncRun(2, 80, [&](int r, int s) { return r == 0 && stopped(s) ? 58.0 : 57.0; });
+  for (auto& [rank, records] : run.timings)
+    for (auto& rec : records)
+      if (stopped(static_cast<int>(rec.step))) {
+        rec.phasesMs[Phase::kCommWait] += 400;
+        rec.stepMs += 400;
+        if (rank == 1) {
+          UtilSample u;
+          u.rank = 1;
+          u.tUnixUs = rec.startUnixUs + 200'000;
+          u.stopped = true;
+          run.utilisation[1].push_back(u);
+        }
+      }
+  const auto t = analyseTimings(run);
+  REQUIRE(t.stalls.size() == 8);
+  for (const auto& stall : t.stalls) {
+    CHECK(stall.rank == 1);
+    CHECK(stall.stopped);
+    CHECK(stall.phase == Phase::kCommWait);
+  }
+  const auto findings = diagnose(run, t);
+  REQUIRE_FALSE(findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "stalls");
+  CHECK(findings.front().ranks == std::vector<int>{1});
+  CHECK_THAT(findings.front().evidence, Contains("held up inside the gradient allreduce itself"));
+}
+
 TEST_CASE("waiting for a late peer is not communication-bound", "[profiler][diagnosis]") {
   // Rank 1 computes 30 ms, rank 0 10 ms: rank 0 waits 20 ms a step, yet the transfer is 1 ms.
   auto run = syncRun(

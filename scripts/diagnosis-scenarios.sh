@@ -187,7 +187,7 @@ if doc:
                          (f", {r['confidence']}" if r["confidence"] != "-" else "") for r in rs)
         ok = all(r["status"] == "ok" for r in rs)
         waits = "; ".join(r["run_delay_pct"].replace("-", "–") if r["run_delay_pct"] != "-" else "–" for r in rs)
-        lines.append(f"| `{name}` | {made.get(name, '')} | {expect.get(name, '')} | {said} | {waits} | "
+        lines.append(f"| `{name}` | {made.get(name, '')} | {expect.get(name, '').replace('|', ' or ')} | {said} | {waits} | "
                      f"{'pass' if ok else 'FAIL'} |")
     lines += ["", f"{sum(all(r['status'] == 'ok' for r in rs) for rs in by.values())} of {len(by)} scenarios pass in every run."]
     subprocess.run(["/usr/bin/python3", f"{root}/bench/update_section.py", f"{root}/docs/diagnosis.md", "scenarios"],

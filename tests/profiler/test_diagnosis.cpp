@@ -69,6 +69,18 @@ void sample(RunData& run, int rank, int count, const std::function<void(UtilSamp
 
 std::vector<Finding> findingsOf(const RunData& run) { return diagnose(run, analyseTimings(run)); }
 
+// Ranks 0 and 1 each pinned to a core of their own, using all of it with 2 busy threads (compute
+// and communication), their busiest thread waiting for the core `delayPct` of the time.
+void twoThreadsOnOwnCore(RunData& run, double delayPct) {
+  for (int r = 0; r < 2; ++r)
+    sample(run, r, 10, [r, delayPct](UtilSample& u, int) {
+      u.cpus = std::to_string(r);
+      u.cpuPct = 99;
+      u.runDelayPct = delayPct;
+      u.busyThreads = 2;
+    });
+}
+
 std::string kinds(const std::vector<Finding>& findings) {
   std::string out;
   for (const auto& f : findings) out += std::string(out.empty() ? "" : ",") + std::string(findingKindName(f.kind));
@@ -238,13 +250,7 @@ TEST_CASE("a rank's own threads on its one core: threads_oversubscribed, not con
   // Each rank pinned to a core of its own, using all of it, its compute thread waiting for its
   // own busy-polling communication thread; nothing outside the job runs there.
   auto run = syncRun(2, 40, [](int, int) { return 10.0; });
-  for (int r = 0; r < 2; ++r)
-    sample(run, r, 10, [r](UtilSample& u, int) {
-      u.cpus = std::to_string(r);
-      u.cpuPct = 99;
-      u.runDelayPct = 43;
-      u.busyThreads = 2;
-    });
+  twoThreadsOnOwnCore(run, 43);
   const auto findings = findingsOf(run);
   INFO(kinds(findings));
   REQUIRE_FALSE(findings.empty());
@@ -439,13 +445,7 @@ TEST_CASE("a batch too small for its gradients: small_batch first, before the ra
       rec.collectives[0].startUnixUs -= 1500;
       rec.collectives[0].durationMs += 1.5;
     }
-  for (int r = 0; r < 2; ++r)
-    sample(run, r, 10, [r](UtilSample& u, int) {
-      u.cpus = std::to_string(r);
-      u.cpuPct = 99;
-      u.runDelayPct = 22;
-      u.busyThreads = 2;
-    });
+  twoThreadsOnOwnCore(run, 22);
   const auto t = analyseTimings(run);
   INFO("transfer " << t.transferShare << ", exposed " << t.phaseShare[Phase::kCommWait]);
   REQUIRE(t.transferShare < 0.25);

@@ -16,6 +16,7 @@
 #include "io.hpp"
 #include "probe.hpp"
 #include "progress.hpp"
+#include "rank_text.hpp"
 #include "verdict.hpp"
 
 #include <fmt/format.h>
@@ -29,11 +30,9 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <deque>
 #include <fstream>
 #include <future>
 #include <list>
-#include <sstream>
 
 namespace ddp::launcher {
 namespace {
@@ -47,44 +46,6 @@ constexpr int kPollMs = 50;
 
 std::shared_ptr<spdlog::logger> logger() { return log::get("ddprun"); }
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// The file's last `count` lines, as one indented block.
-std::string lastLines(const std::string& path, size_t count, size_t* found = nullptr) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(line);
-    if (lines.size() > count) lines.pop_front();
-  }
-  if (found) *found = lines.size();
-  std::string out;
-  for (const auto& l : lines) out += "\n    " + l;
-  return out;
-}
-
-// What torch's @record wrote into TORCHELASTIC_ERROR_FILE: the exception, then the end of its
-// traceback; "" when there is no such file (or it is not torchelastic's format).
-std::string torchError(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  try {
-    const auto j = nlohmann::json::parse(in);
-    const auto& m = j.at("message");
-    if (m.is_string()) return "\n    " + m.get<std::string>();
-    std::string out = "\n    " + m.value("message", std::string());
-    const std::string stack = m.value("extraInfo", nlohmann::json::object()).value("py_callstack", std::string());
-    std::deque<std::string> lines;
-    std::istringstream text(stack);
-    for (std::string line; std::getline(text, line);) {
-      lines.push_back(line);
-      if (lines.size() > 12) lines.pop_front();
-    }
-    for (const auto& l : lines) out += "\n    " + l;
-    return out;
-  } catch (const std::exception&) {
-    return "";
-  }
-}
 
 // A worker on the control socket.
 struct Peer {

@@ -69,6 +69,15 @@ void sample(RunData& run, int rank, int count, const std::function<void(UtilSamp
 
 std::vector<Finding> findingsOf(const RunData& run) { return diagnose(run, analyseTimings(run)); }
 
+// A sample of `rank` 200 ms into its step `rec` that saw its process stopped (state T).
+void seenStopped(RunData& run, int rank, const StepRecord& rec) {
+  UtilSample u;
+  u.rank = rank;
+  u.tUnixUs = rec.startUnixUs + 200'000;
+  u.stopped = true;
+  run.utilisation[rank].push_back(u);
+}
+
 // Ranks 0 and 1 each pinned to a core of their own, using all of it with 2 busy threads (compute
 // and communication), their busiest thread waiting for the core `delayPct` of the time.
 void twoThreadsOnOwnCore(RunData& run, double delayPct) {
@@ -361,13 +370,7 @@ TEST_CASE("a rank stopped and continued: stalls name it and say it was stopped",
   auto run = syncRun(2, 80, [&](int r, int s) { return r == 1 && stopped(s) ? 457.0 : 57.0; });
   const auto& steps = run.timings[1];
   for (const auto& rec : steps)
-    if (stopped(static_cast<int>(rec.step))) {
-      UtilSample u;
-      u.rank = 1;
-      u.tUnixUs = rec.startUnixUs + 200'000;
-      u.stopped = true;
-      run.utilisation[1].push_back(u);
-    }
+    if (stopped(static_cast<int>(rec.step))) seenStopped(run, 1, rec);
   const auto t = analyseTimings(run);
   CHECK(t.stalls.size() == 8);
   const auto findings = diagnose(run, t);
@@ -394,13 +397,7 @@ TEST_CASE("a rank stopped inside the allreduce: the stall is its, not the peer's
       if (stopped(static_cast<int>(rec.step))) {
         rec.phasesMs[Phase::kCommWait] += 400;
         rec.stepMs += 400;
-        if (rank == 1) {
-          UtilSample u;
-          u.rank = 1;
-          u.tUnixUs = rec.startUnixUs + 200'000;
-          u.stopped = true;
-          run.utilisation[1].push_back(u);
-        }
+        if (rank == 1) seenStopped(run, 1, rec);
       }
   const auto t = analyseTimings(run);
   REQUIRE(t.stalls.size() == 8);

@@ -21,6 +21,7 @@ import gc
 import sys
 import threading
 import weakref
+from time import perf_counter
 
 _lock = threading.Lock()
 
@@ -41,14 +42,10 @@ class Instrumentation:
         self.last_launch = None  # the mark at the last bucket launched in this backward
         self.trained = False  # a training forward in the step under way
         self.in_optimizer = False
-        self.optimizer_start = None
         self.loaders = {}  # id -> facts
         self.hooked = []  # weak references to the DDP models that carry our hook
 
     # --- switches -------------------------------------------------------------------------
-    def on(self):
-        return self.state.enabled and not self.state.api_active
-
     def fail(self, where, error):
         self.state.disable("the instrumentation stopped at %s: %s: %s" % (where, type(error).__name__, error))
 
@@ -135,9 +132,15 @@ class Instrumentation:
                         "is written once its last event has completed); data is the host's time blocked in the "
                         "DataLoader")
 
+    # The wrappers of calls made every step check their switches and catch inline: each function
+    # call here is a measurable share of a short step.
     def ddp_forward(self, original, model, *args, **kwargs):
-        if self.on() and self.depth == 0:
-            self.guard("DistributedDataParallel.forward", self.on_forward, model, args, kwargs)
+        state = self.state
+        if state.enabled and not state.api_active and self.depth == 0:
+            try:
+                self.on_forward(model, args, kwargs)
+            except Exception as e:  # noqa: BLE001 - never raise into the user's code
+                self.fail("DistributedDataParallel.forward", e)
         return original(model, *args, **kwargs)
 
     def on_forward(self, model, args, kwargs):
@@ -196,7 +199,8 @@ class Instrumentation:
 
         def allreduce(state, bucket):
             tensor = bucket_buffer(bucket)
-            tensor.mul_(scale)
+            if scale != 1.0:
+                tensor.mul_(scale)
             # The process group's own allreduce, as DDP's reducer calls it (dist.all_reduce's
             # Python checks cost more than the rest of the hook).
             return group.allreduce([tensor]).get_future()
@@ -278,15 +282,22 @@ class Instrumentation:
 
     # --- backward -------------------------------------------------------------------------
     def backward(self, original, *args, **kwargs):
-        if not self.on() or self.depth or not self.trained:
+        state = self.state
+        if not state.enabled or state.api_active or self.depth or not self.trained:
             return original(*args, **kwargs)
-        self.guard("backward", self.on_backward_start, args, kwargs)
+        try:
+            self.on_backward_start(args, kwargs)
+        except Exception as e:  # noqa: BLE001
+            self.fail("backward", e)
         self.depth += 1
         try:
             return original(*args, **kwargs)
         finally:
             self.depth -= 1
-            self.guard("backward", self.on_backward_end)
+            try:
+                self.on_backward_end()
+            except Exception as e:  # noqa: BLE001
+                self.fail("backward", e)
 
     def on_backward_start(self, args, kwargs):
         mark = self.steps.mark()
@@ -294,9 +305,8 @@ class Instrumentation:
             self.steps.interval("forward", self.forward_open, mark)
             self.forward_open = None
         tensors = args[0] if args else kwargs.get("tensors")
-        loss = tensors if isinstance(tensors, self.torch.Tensor) else None
-        if loss is not None and loss.numel() == 1 and loss.device.type == "cpu":
-            self.steps.ensure().loss = float(loss.detach())
+        if isinstance(tensors, self.torch.Tensor) and tensors.is_cpu and tensors.numel() == 1:
+            self.steps.ensure().loss = tensors.item()
         self.backward_start = mark
         self.last_launch = None
         self.steps.progress("backward")
@@ -334,27 +344,32 @@ class Instrumentation:
         return self.owns[key]
 
     def optimizer_step(self, original, optimizer, *args, **kwargs):
-        if not self.on() or self.in_optimizer:
+        state = self.state
+        if not state.enabled or state.api_active or self.in_optimizer:
             return original(optimizer, *args, **kwargs)
-        self.guard("optimizer.step", self.on_optimizer_start)
+        start = None
+        try:
+            start = self.steps.mark()
+            if self.trained:
+                self.steps.progress("optimizer")
+        except Exception as e:  # noqa: BLE001
+            self.fail("optimizer.step", e)
         self.in_optimizer = True
         try:
             return original(optimizer, *args, **kwargs)
         finally:
             self.in_optimizer = False
-            self.guard("optimizer.step", self.on_optimizer_end, optimizer)
+            try:
+                if start is not None:
+                    self.on_optimizer_end(optimizer, start)
+            except Exception as e:  # noqa: BLE001
+                self.fail("optimizer.step", e)
 
     def scaler_step(self, original, scaler, optimizer, *args, **kwargs):
         return self.optimizer_step(lambda _o, *a, **k: original(scaler, optimizer, *a, **k), optimizer, *args, **kwargs)
 
-    def on_optimizer_start(self):
-        self.optimizer_start = self.steps.mark()
-        if self.trained:
-            self.steps.progress("optimizer")
-
-    def on_optimizer_end(self, optimizer):
-        start, self.optimizer_start = self.optimizer_start, None
-        if start is None or self.ddp_models == 0:
+    def on_optimizer_end(self, optimizer, start):
+        if self.ddp_models == 0:
             return
         end = self.steps.mark()
         self.steps.interval("optimizer", start, end)
@@ -376,13 +391,18 @@ class Instrumentation:
             self.state.save()
 
     def zero_grad(self, original, optimizer, *args, **kwargs):
-        if not self.on() or self.in_optimizer or self.ddp_models == 0:
+        state = self.state
+        if not state.enabled or state.api_active or self.in_optimizer or self.ddp_models == 0:
             return original(optimizer, *args, **kwargs)
-        start = self.steps.mark()
+        steps = self.steps
+        start = steps.mark()
         try:
             return original(optimizer, *args, **kwargs)
         finally:
-            self.guard("zero_grad", lambda: self.steps.interval("optimizer", start, self.steps.mark()))
+            try:
+                steps.interval("optimizer", start, steps.mark())
+            except Exception as e:  # noqa: BLE001
+                self.fail("zero_grad", e)
 
     # --- data -----------------------------------------------------------------------------
     def loader_init(self, original, loader, *args, **kwargs):
@@ -415,26 +435,26 @@ class Instrumentation:
         return iterator
 
     def loader_next(self, original, iterator, *args, **kwargs):
-        if not self.on() or self.depth:
+        state = self.state
+        if not state.enabled or state.api_active or self.depth:
             return original(iterator, *args, **kwargs)
-        import time
-
-        start = time.perf_counter()
+        start = perf_counter()
         self.depth += 1
         try:
             return original(iterator, *args, **kwargs)
         finally:
             self.depth -= 1
-            self.guard("DataLoader", self.on_data, iterator, start, time.perf_counter())
-
-    def on_data(self, iterator, start, end):
-        facts = getattr(iterator, "_ddprun_facts", None)
-        if facts is not None:
-            facts["batches"] += 1
-            facts["wait_ms"] += (end - start) * 1000.0
-        if not self.trained:
-            self.steps.progress("data")
-        self.steps.add_data(start, end)
+            end = perf_counter()
+            try:
+                facts = getattr(iterator, "_ddprun_facts", None)
+                if facts is not None:
+                    facts["batches"] += 1
+                    facts["wait_ms"] += (end - start) * 1000.0
+                if not self.trained:
+                    self.steps.progress("data")
+                self.steps.add_data(start, end)
+            except Exception as e:  # noqa: BLE001
+                self.fail("DataLoader", e)
 
     # --- the end --------------------------------------------------------------------------
     def release(self):
@@ -471,6 +491,8 @@ def bucket_buffer(bucket):
 
 def batch_size(torch, args, kwargs):
     """The first dimension of the first tensor among the forward's inputs (0 when none)."""
+    if args and isinstance(args[0], torch.Tensor):  # model(x), the common case
+        return int(args[0].shape[0]) if args[0].dim() > 0 else 1
     stack = list(args) + list(kwargs.values())
     seen = 0
     while stack and seen < 64:

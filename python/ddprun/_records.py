@@ -11,6 +11,7 @@ import time
 SCHEMA = 1
 PHASES = ("data", "forward", "backward", "comm_wait", "optimizer")
 PROGRESS_BYTES = 48
+_PROGRESS_LINE = b"%%-%d.%ds\n" % (PROGRESS_BYTES - 1, PROGRESS_BYTES - 1)  # padded, cut, one newline
 
 
 def rank_file(directory, rank, suffix):
@@ -50,7 +51,7 @@ class RankFiles:
         """The phase under way ("done" after a step), for ddprun's heartbeat and hang watchdog."""
         if self._progress is None:
             self._open()
-        self._progress[:] = ("%d %s" % (step, phase)).ljust(PROGRESS_BYTES - 1).encode()[: PROGRESS_BYTES - 1] + b"\n"
+        self._progress[:] = _PROGRESS_LINE % (b"%d %s" % (step, phase.encode()))
 
     def write_source(self, source):
         """The source record, through a temporary file and a rename: never half-written."""

@@ -14,7 +14,7 @@ import os
 import sys
 
 from ._records import RankFiles
-from ._steps import StepBuilder
+from ._steps import StepBuilder, record_head
 
 ROOT_VARIABLE = "DDPRUN_PY_ROOT"  # the pid of the rank's outermost Python process
 
@@ -45,6 +45,7 @@ class State:
     def __init__(self, files):
         self.files = files
         self.steps = StepBuilder(self)
+        self.head = record_head(files.rank, files.world_size)
         self.pid = os.getpid()
         self.root = os.environ.setdefault(ROOT_VARIABLE, str(self.pid)) == str(self.pid)
         self.owner = False
@@ -61,7 +62,7 @@ class State:
     # The files, for the step builder: nothing is written before the rank is claimed.
     def write_step(self, step):
         if self.owner:
-            self.files.write_step(step.line(self.steps.clock, self.files.rank, self.files.world_size))
+            self.files.write_step(step.line(self.steps.clock, self.head))
 
     def progress(self, step, phase):
         if self.owner:

@@ -45,29 +45,37 @@ class Step:
         last = self.end.event if self.end is not None else None
         return last is None or last.query()
 
-    def line(self, clock, rank, world_size):
-        """The step's record, one line of JSON (docs/timings.md), formatted by hand: json.dumps
-        would be a third of what the instrumentation costs a step."""
-        phases = dict.fromkeys(PHASES, 0.0)
-        phases["data"] = self.data_ms
+    def line(self, clock, head):
+        """The step's record, one line of JSON (docs/timings.md) after `head` (its schema, rank and
+        world size), formatted by hand in one pass: json.dumps, or a format per field, would be
+        most of what the instrumentation costs a step."""
+        phases = [self.data_ms, 0.0, 0.0, 0.0, 0.0]
         for phase, a, b in self.intervals:
-            phases[phase] += elapsed_ms(a, b)
-        step_ms = max(elapsed_ms(self.start, self.end), sum(phases.values()))
-        out = '{"schema":%d,"rank":%d' % (SCHEMA, rank)
-        if world_size:
-            out += ',"world_size":%d' % world_size
-        out += ',"step":%d,"start_unix_us":%d,"samples":%d,"step_ms":%.4f,"phases_ms":{%s}' % (
-            self.index, clock.unix_us(self.start.host), self.samples, step_ms,
-            ",".join('"%s":%.4f' % (p, phases[p]) for p in PHASES))
-        collectives = [
-            '{"op":"allreduce",%s"bytes":%d,"start_unix_us":%d,"duration_ms":%.4f}' % (
-                "" if bucket is None else '"bucket":%d,' % bucket, nbytes, clock.unix_us(a.host), elapsed_ms(a, b))
-            for bucket, nbytes, a, b in self.collectives if b is not None]
-        if collectives:
-            out += ',"collectives":[%s]' % ",".join(collectives)
-        if self.loss is not None and self.loss == self.loss and abs(self.loss) != float("inf"):
-            out += ',"loss":%r' % self.loss
+            phases[PHASE_INDEX[phase]] += elapsed_ms(a, b)
+        step_ms = max(elapsed_ms(self.start, self.end), sum(phases))
+        out = _RECORD % (head, self.index, clock.unix_us(self.start.host), self.samples, step_ms, *phases)
+        if self.collectives:
+            done = [c for c in self.collectives if c[3] is not None]
+            if done:
+                out += ',"collectives":[%s]' % ",".join(
+                    _COLLECTIVE % ("" if bucket is None else '"bucket":%d,' % bucket, nbytes, clock.unix_us(a.host),
+                                   elapsed_ms(a, b)) for bucket, nbytes, a, b in done)
+        loss = self.loss
+        if loss is not None and loss == loss and abs(loss) != float("inf"):
+            out += ',"loss":%r' % loss
         return out + "}\n"
+
+
+PHASE_INDEX = {phase: i for i, phase in enumerate(PHASES)}
+_RECORD = '%s,"step":%d,"start_unix_us":%d,"samples":%d,"step_ms":%.4f,"phases_ms":{' + ",".join(
+    '"%s":%%.4f' % p for p in PHASES) + "}"
+_COLLECTIVE = '{"op":"allreduce",%s"bytes":%d,"start_unix_us":%d,"duration_ms":%.4f}'
+
+
+def record_head(rank, world_size):
+    """What every record of a rank begins with."""
+    head = '{"schema":%d,"rank":%d' % (SCHEMA, rank)
+    return head + (',"world_size":%d' % world_size if world_size else "")
 
 
 class StepBuilder:

@@ -79,7 +79,7 @@ void NcclFactsBuilder::addLine(std::string_view line) {
 
 void NcclFactsBuilder::addMessage(const NcclLine& l) {
   const std::string_view m = l.message;
-  if (l.hasPrefix && !l.host.empty() && l.host != lastHost_ && facts_.hosts.size() < 100000) {
+  if (l.hasPrefix && !l.host.empty() && !detail::equal(l.host, lastHost_) && facts_.hosts.size() < 100000) {
     facts_.hosts.emplace(l.host);
     lastHost_ = l.host;
   }
@@ -105,8 +105,8 @@ bool NcclFactsBuilder::addHotLine(std::string_view m) {
     }
   }
   const size_t colon = m.find(':');
-  if (colon != std::string_view::npos && colon < 24 && m.substr(colon, 10) == ": opCount ") {
-    if (auto coll = parseCollSummary(m)) {
+  if (colon != std::string_view::npos && colon < 24) {
+    if (auto coll = collSummaryAt(m, colon)) {
       addColl(*coll);
       return true;
     }
@@ -193,23 +193,61 @@ void NcclFactsBuilder::addColl(const CollRecord& coll) {
   if (coll.nranks > 0) facts_.nranks = std::max(facts_.nranks.value_or(0), coll.nranks);
 }
 
-void NcclFactsBuilder::addEdge(const Edge& edge) {
-  auto& f = facts_;
-  ++f.edgeLines;
-  f.transports.insert(edge.transport);
-  auto& summary = f.edges[{edge.from, edge.to, static_cast<int>(edge.transport)}];
-  if (summary.lines++ == 0) {
-    summary.from = edge.from;
-    summary.to = edge.to;
-    summary.transport = edge.transport;
-    summary.via = std::string(edge.via);
+namespace {
+
+size_t edgeHash(int from, int to, int transport) {
+  uint64_t x = (static_cast<uint64_t>(static_cast<uint32_t>(from)) << 32 | static_cast<uint32_t>(to)) ^
+               (static_cast<uint64_t>(transport) << 58);
+  x ^= x >> 30;  // splitmix64's finaliser: every key bit reaches the low bits the table uses
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return static_cast<size_t>(x ^ (x >> 31));
+}
+
+}  // namespace
+
+EdgeSummary& EdgeTable::at(int from, int to, TransportClass transport) {
+  const int t = static_cast<int>(transport);
+  if (edges_.size() * 2 >= slots_.size()) {  // at most half full: short probes
+    std::vector<Slot> old(std::max<size_t>(64, slots_.size() * 2));
+    old.swap(slots_);
+    for (const Slot& s : old) {
+      if (s.index == 0) continue;
+      size_t i = edgeHash(s.from, s.to, s.transport) & (slots_.size() - 1);
+      while (slots_[i].index) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = s;
+    }
   }
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = edgeHash(from, to, t) & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.index == 0) {
+      EdgeSummary& e = edges_.emplace_back();
+      e.from = from;
+      e.to = to;
+      e.transport = transport;
+      s = Slot{from, to, t, static_cast<uint32_t>(edges_.size())};
+      return e;
+    }
+    if (s.from == from && s.to == to && s.transport == t) return edges_[s.index - 1];
+  }
+}
+
+void NcclFactsBuilder::addEdge(const Edge& edge) {
+  ++facts_.edgeLines;
+  transports_ |= 1u << static_cast<unsigned>(edge.transport);
+  auto& summary = edges_.at(edge.from, edge.to, edge.transport);
+  if (summary.lines++ == 0) summary.via = std::string(edge.via);
   summary.gdr = summary.gdr || edge.gdr;
   if (edge.proxyRank >= 0) summary.proxyRank = edge.proxyRank;
 }
 
 NcclFacts NcclFactsBuilder::finish() const {
   NcclFacts f = facts_;
+  for (const auto& e : edges_.all()) f.edges.emplace(std::make_tuple(e.from, e.to, static_cast<int>(e.transport)), e);
+  for (unsigned t = 0; t < 32; ++t)
+    if (transports_ & (1u << t)) f.transports.insert(static_cast<TransportClass>(t));
   const bool ibEdges = f.transports.count(TransportClass::kNetIb) > 0;
   const bool socketEdges = f.transports.count(TransportClass::kNetSocket) > 0;
   if (!f.network) {

@@ -13,6 +13,7 @@ namespace ddp::profiler {
 namespace {
 
 using detail::contains;
+using detail::endsWith;
 using detail::isSpace;
 using detail::startsWith;
 using detail::trim;
@@ -117,15 +118,65 @@ std::optional<Tag> tagAt(std::string_view s, size_t at, bool withNccl) {
       {{"INFO", Level::kInfo}, {"WARN", Level::kWarn}, {"TRACE", Level::kTrace}}};
   size_t word = at + (withNccl ? 5 : 0);
   for (const auto& [name, level] : kLevels) {
-    if (s.substr(word, name.size()) == name && (word + name.size() == s.size() || s[word + name.size()] == ' '))
+    if (startsWith(s.substr(std::min(word, s.size())), name) &&
+        (word + name.size() == s.size() || s[word + name.size()] == ' '))
       return Tag{at, word + name.size() - at, level};
   }
   return std::nullopt;
 }
 
+// Whether "NCCL " occurs in s: memchr for its rare first letter, then four compares.
+bool hasNcclWord(std::string_view s) {
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  while (end - p >= 5 && (p = static_cast<const char*>(std::memchr(p, 'N', static_cast<size_t>(end - p - 4))))) {
+    if (p[1] == 'C' && p[2] == 'C' && p[3] == 'L' && p[4] == ' ') return true;
+    ++p;
+  }
+  return false;
+}
+
+// The standard line, read forwards in one pass: "host:pid:tid [dev] NCCL LEVEL message" from the
+// line's first byte, nothing between "[dev] " and the tag, and no second "NCCL " in the message
+// (where a concurrent writer's line may have been interleaved). Anything else is left to the
+// general reading, which gives the same result for these lines.
+std::optional<NcclLine> parseStandard(std::string_view s) {
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n && s[i] != ':') {
+    if (isSpace(s[i]) || s[i] == ']') return std::nullopt;
+    ++i;
+  }
+  NcclLine out;
+  out.host = s.substr(0, i);
+  ++i;
+  auto number = [&](int64_t& value) {
+    const size_t from = i;
+    value = 0;
+    while (i < n && isDigit(s[i]) && i - from < 18) value = value * 10 + (s[i++] - '0');
+    return i > from && (i == n || !isDigit(s[i]));
+  };
+  int64_t dev = 0;
+  if (!number(out.pid) || !expect(s, i, ":") || !number(out.tid) || !expect(s, i, " [") || !number(dev) ||
+      !expect(s, i, "] NCCL "))
+    return std::nullopt;
+  out.dev = static_cast<int>(dev);
+  if (auto tag = tagAt(s, i - 5, true)) {
+    out.level = tag->level;
+    i = tag->at + tag->length;
+  } else {
+    return std::nullopt;
+  }
+  out.message = trim(s.substr(i));
+  if (hasNcclWord(out.message)) return std::nullopt;
+  out.hasPrefix = true;
+  return out;
+}
+
 }  // namespace
 
 std::optional<NcclLine> parseNcclLine(std::string_view line) {
+  if (auto standard = parseStandard(line)) return standard;
   // The last "NCCL <LEVEL>" tag with a prefix before it is the line's; an earlier one means a
   // concurrent writer's unfinished line was interleaved in front of it.
   std::optional<Tag> last;
@@ -213,10 +264,10 @@ std::optional<Edge> parseEdge(std::string_view m) {
     auto r = readInt(m, i);
     if (!r) return false;
     rank = static_cast<int>(*r);
-    if (i < m.size() && m[i] == '[') {
-      size_t close = m.find(']', i);
-      if (close == std::string_view::npos) return false;
-      i = close + 1;
+    if (i < m.size() && m[i] == '[') {  // "[device]": a few characters, not worth a memchr
+      while (i < m.size() && m[i] != ']') ++i;
+      if (i == m.size()) return false;
+      ++i;
     }
     return true;
   };
@@ -254,7 +305,7 @@ std::optional<Edge> parseEdge(std::string_view m) {
         }
       }
     }
-    e.gdr = contains(rest, "/GDRDMA");
+    e.gdr = endsWith(rest, "/GDRDMA") || contains(rest, "/GDRDMA");
   } else {
     return std::nullopt;
   }
@@ -280,16 +331,22 @@ std::optional<int64_t> numberAfter(std::string_view text, std::string_view key) 
   return std::nullopt;
 }
 
-// "AllReduce: opCount " -> a record with the op, and where the opCount value starts.
-static std::optional<std::pair<CollRecord, size_t>> collHead(std::string_view text) {
-  size_t at = findIn(text, ": opCount ");
-  if (at == std::string_view::npos) return std::nullopt;
+// "AllReduce: opCount " with its ':' at `at` -> a record with the op, and where the opCount value
+// starts.
+static std::optional<std::pair<CollRecord, size_t>> collHeadAt(std::string_view text, size_t at) {
+  if (!(text.size() - at >= 10 && text.compare(at, 10, ": opCount ") == 0)) return std::nullopt;
   size_t b = at;
   while (b > 0 && isAlpha(text[b - 1])) --b;
   if (b == at) return std::nullopt;
   CollRecord r;
   r.op = text.substr(b, at - b);
   return std::make_pair(r, at + 10);
+}
+
+static std::optional<std::pair<CollRecord, size_t>> collHead(std::string_view text) {
+  size_t at = findIn(text, ": opCount ");
+  if (at == std::string_view::npos) return std::nullopt;
+  return collHeadAt(text, at);
 }
 
 std::optional<CollRecord> parseColl(std::string_view text) {
@@ -351,8 +408,7 @@ std::optional<CollRecord> parseColl(std::string_view text) {
   return r;
 }
 
-std::optional<CollRecord> parseCollSummary(std::string_view text) {
-  auto head = collHead(text);
+static std::optional<CollRecord> collSummary(std::string_view text, std::optional<std::pair<CollRecord, size_t>> head) {
   if (!head) return std::nullopt;
   auto [r, at] = *head;
   size_t open = text.rfind('[');
@@ -362,6 +418,12 @@ std::optional<CollRecord> parseCollSummary(std::string_view text) {
       if (auto v = readInt(text, i)) r.nranks = static_cast<int>(*v);
   }
   return r;
+}
+
+std::optional<CollRecord> parseCollSummary(std::string_view text) { return collSummary(text, collHead(text)); }
+
+std::optional<CollRecord> collSummaryAt(std::string_view text, size_t colon) {
+  return collSummary(text, collHeadAt(text, colon));
 }
 
 std::string_view failureKindName(FailureKind kind) {

@@ -314,3 +314,39 @@ TEST_CASE("facts with bytes that are not UTF-8 still become JSON (found by fuzz_
   CHECK_THAT(text, Catch::Contains("h\xef\xbf\xbd"));  // U+FFFD in place of the bad bytes
   CHECK(nlohmann::json::parse(text).is_object());
 }
+
+TEST_CASE("the forward reading of the standard prefix agrees with the general one on every real line",
+          "[profiler][parser]") {
+  // A leading blank keeps a line off the forward path (its host must start the line) without
+  // changing what the general reading finds, so the two readings of each line are compared.
+  namespace fs = std::filesystem;
+  size_t standard = 0, lines = 0;
+  for (const char* dir : {"nccl-logs", "gpu-h200"}) {
+    for (const auto& entry : fs::directory_iterator(fs::path(DDP_TEST_DATA_DIR) / dir)) {
+      if (entry.path().extension() != ".log") continue;
+      std::ifstream in(entry.path());
+      for (std::string line; std::getline(in, line);) {
+        ++lines;
+        const auto forward = parseNcclLine(line);
+        const std::string blank = " " + line;  // the views of the parse point into it
+        const auto general = parseNcclLine(blank);
+        INFO(entry.path().filename().string() << ": " << line);
+        REQUIRE(forward.has_value() == general.has_value());
+        if (!forward) continue;
+        standard += !line.empty() && line[0] != ' ' && forward->hasPrefix && forward->file.empty();
+        CHECK(forward->hasPrefix == general->hasPrefix);
+        CHECK(forward->host == general->host);
+        CHECK(forward->pid == general->pid);
+        CHECK(forward->tid == general->tid);
+        CHECK(forward->dev == general->dev);
+        CHECK(forward->level == general->level);
+        CHECK(forward->file == general->file);
+        CHECK(forward->fileLine == general->fileLine);
+        CHECK(forward->message == general->message);
+        CHECK(forward->damaged == general->damaged);
+      }
+    }
+  }
+  CHECK(lines > 1000);
+  CHECK(standard > lines / 4);  // the forward path was taken on a good share of them
+}

@@ -67,6 +67,22 @@ struct NcclFacts {
   bool hasWarn() const { return warnLines > 0; }
 };
 
+// Edge summaries while a log is read, keyed on (from, to, transport class): open addressing over
+// integer keys, so an edge line costs a hash and a compare instead of a tree walk.
+class EdgeTable {
+ public:
+  EdgeSummary& at(int from, int to, TransportClass transport);
+  const std::vector<EdgeSummary>& all() const { return edges_; }
+
+ private:
+  struct Slot {
+    int from = 0, to = 0, transport = 0;
+    uint32_t index = 0;  // into edges_, plus one; 0: empty
+  };
+  std::vector<Slot> slots_;
+  std::vector<EdgeSummary> edges_;
+};
+
 class NcclFactsBuilder {
  public:
   // One physical line, without its newline.
@@ -84,7 +100,9 @@ class NcclFactsBuilder {
   void addEdge(const Edge& edge);
   void addColl(const CollRecord& coll);
   std::string lastHost_;
-  NcclFacts facts_;
+  NcclFacts facts_;  // all but edges and transports, which finish() fills from these two:
+  EdgeTable edges_;
+  unsigned transports_ = 0;  // bit (1 << TransportClass)
   bool netIbUsing_ = false, netSocketUsing_ = false, internalSocket_ = false;
   bool ringGdrOn_ = false, ringGdrOff_ = false;
 };

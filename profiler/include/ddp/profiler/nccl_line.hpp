@@ -71,6 +71,9 @@ std::optional<CollRecord> parseColl(std::string_view text);
 // Only the op name and [nranks=N] of a COLL line (what the facts need), read from both ends
 // without walking the middle.
 std::optional<CollRecord> parseCollSummary(std::string_view text);
+// The same, for a message whose ':' of ": opCount " is known to be at `colon` (nullopt when it is
+// not that ':').
+std::optional<CollRecord> collSummaryAt(std::string_view text, size_t colon);
 
 // Failure kinds of docs/nccl-parser.md, recognised in WARN and INFO messages.
 enum class FailureKind {

@@ -2,7 +2,7 @@
 # ddp-step.sh [OUT_DIR]: median step time of `train` (overlap on, overlap off; mpi and gloo
 # backends) against PyTorch DDP over Gloo (bench/torch_ddp_train.py, Debian's python3-torch),
 # same model, batch, optimizer and world size, one thread per rank, at np 1, 2, 4, for the MLP
-# and resnet18. Each configuration runs REPS times, interleaved; the page takes the median run.
+# at batch 32 and 64 per rank and resnet18 at 8. Each configuration runs REPS times, interleaved; the page takes the median run.
 # Also the step timer's own cost. Writes OUT_DIR/ddp-step.jsonl and its section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,11 +31,11 @@ ours() {  # ours IMPL MODEL NP BATCH STEPS TRAIN_ARGS...
   echo "{\"impl\": \"$impl\", \"model\": \"$model\", \"np\": $np, \"batch\": $batch, \"params\": ${params#*=}, \"step_ms_median\": $ms}" >>"$results"
 }
 
-for model in mlp resnet18; do
-  if [ "$model" = mlp ]; then batch=32 steps=200; else batch=8 steps=8; fi
+for config in mlp:32:200 mlp:64:200 resnet18:8:8; do
+  IFS=: read -r model batch steps <<<"$config"
   for np in 1 2 4; do
     for rep in $(seq "$reps"); do
-      echo "== $model np=$np run $rep/$reps" >&2
+      echo "== $model batch $batch np=$np run $rep/$reps" >&2
       ours ours-mpi "$model" $np $batch $steps --backend mpi
       ours ours-mpi-no-overlap "$model" $np $batch $steps --backend mpi --no-overlap
       ours ours-gloo "$model" $np $batch $steps --backend gloo

@@ -29,18 +29,18 @@ def cpu_model():
 
 def main():
     runs = collections.defaultdict(list)
-    batches, params, torch_version = {}, {}, "?"
+    params, torch_version = {}, "?"
     with open(sys.argv[1]) as f:
         for row in map(json.loads, filter(str.strip, f)):
-            runs[(row["model"], row["np"], row["impl"])].append(row["step_ms_median"])
-            batches[row["model"]] = row["batch"]
+            # A configuration is a model at a per-rank batch: "mlp (32)".
+            runs[(f'{row["model"]} ({row["batch"]})', row["np"], row["impl"])].append(row["step_ms_median"])
             if "params" in row:
                 params[row["model"]] = row["params"]
             torch_version = row.get("torch", torch_version)
     with open(sys.argv[2]) as f:
         timer = json.load(f)
     ms = {key: statistics.median(values) for key, values in runs.items()}
-    models = sorted({m for m, _, _ in ms}, key=lambda m: (m != "mlp", m))
+    models = sorted({m for m, _, _ in ms}, key=lambda m: (not m.startswith("mlp "), m))
     sizes = sorted({n for _, n, _ in ms})
     reps = max(len(v) for v in runs.values())
 
@@ -66,7 +66,7 @@ def main():
             peer = ms.get((model, n, PEER))
             ratio = ms[(model, n, "ours-mpi")] / peer
             ratio_gloo = ms[(model, n, "ours-gloo")] / peer
-            print(f"| {model} ({batches[model]}) | {n} | " + " | ".join(cells) + f" | **{ratio:.2f}×** | {ratio_gloo:.2f}× |")
+            print(f"| {model} | {n} | " + " | ".join(cells) + f" | **{ratio:.2f}×** | {ratio_gloo:.2f}× |")
             if n > 1:
                 verdicts.append((model, n, ratio))
     print()
@@ -74,7 +74,7 @@ def main():
     for model, n, ratio in verdicts:
         print(f"- {model} np={n}: {ratio:.2f}× — {'met' if ratio <= TARGET_RATIO else 'missed'}")
     print()
-    grads = ", ".join(f"{m} {params[m] * 4 / 1e6:.1f} MB" for m in models if m in params)
+    grads = ", ".join(f"{m} {p * 4 / 1e6:.1f} MB" for m, p in sorted(params.items(), key=lambda i: (i[0] != "mlp", i[0])))
     print("Reading the results. Both sides run the same ATen kernels for forward, backward and SGD;")
     print("what a DDP implementation controls is the gradient communication, its overlap with backward")
     print("and the per-step overhead around the kernels, so the ratio is bounded by the share of the step")
@@ -102,7 +102,7 @@ def main():
         print(f"- {model} np={n}: ours {ours:.0%} vs PyTorch {peer:.0%} — {'met' if ours >= peer else 'missed'}")
     print()
 
-    step = ms[("mlp", 1, "ours-mpi")]
+    step = ms[("mlp (32)", 1, "ours-mpi")]
     print("### Step timer overhead\n")
     print("`bench/step_timer_overhead`: a step as `train` times it (five phases, three bucket")
     print("collectives, the loss), formatted with nlohmann/json and written when the step ends (one write,")

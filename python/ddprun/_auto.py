@@ -387,7 +387,7 @@ class Instrumentation:
         self.trained = False
         self.forward_open = None
         self.steps.finish(end)
-        if self.steps.written % 100 == 1:
+        if self.steps.next_index % 100 == 1:  # the DataLoaders' counts, now and then
             self.state.save()
 
     def zero_grad(self, original, optimizer, *args, **kwargs):

@@ -41,11 +41,11 @@ class RankFiles:
         self._progress = mmap.mmap(fd, PROGRESS_BYTES)
         os.close(fd)
 
-    def write_step(self, line):
-        """One line, one write: a rank that dies loses only the step under way."""
+    def write_lines(self, lines):
+        """Whole lines in one write: a reader never sees half a record."""
         if self._timings is None:
             self._open()
-        os.write(self._timings, line.encode())
+        os.write(self._timings, lines.encode())
 
     def progress(self, step, phase):
         """The phase under way ("done" after a step), for ddprun's heartbeat and hang watchdog."""

@@ -60,9 +60,10 @@ class State:
         self.instrumented_steps = False
 
     # The files, for the step builder: nothing is written before the rank is claimed.
-    def write_step(self, step):
+    def write_steps(self, steps):
         if self.owner:
-            self.files.write_step(step.line(self.steps.clock, self.head))
+            clock, head = self.steps.clock, self.head
+            self.files.write_lines("".join([step.line(clock, head) for step in steps]))
 
     def progress(self, step, phase):
         if self.owner:
@@ -130,6 +131,10 @@ class State:
         if os.getpid() != self.pid:
             return  # a forked child (a DataLoader worker) inherited this state
         if self.owner:
+            try:
+                self.steps.flush(wait=True)
+            except Exception:  # noqa: BLE001 - a CUDA context already gone: those steps are lost
+                pass
             self.save()
             return
         if not self.root or reason_if_unclaimed is None:

@@ -188,6 +188,15 @@ EOF
     json run-api/report.json '[s["source"] for s in r["timings_sources"] if s["instrumented"]]' | grep -qx "\['python-api', 'python-api'\]" ||
       fail "api: $(json run-api/report.json 'r["timings_sources"]')"
     [[ $(json run-api/report.json 'r["steps"]["analysed"]') -ge 20 ]] || fail "api: too few steps"
+    # Records are written in batches (a quarter second at most apart): the last batch at exit, with
+    # the automatic instrumentation on and with the explicit API alone.
+    profiled api-only --no-instrument -np 2 -- "$scripts/api_loop.py"
+    for run in api api-only; do
+      for r in 0 1; do
+        [[ $(wc -l <run-$run/timings/rank-0000$r.jsonl) == 30 ]] ||
+          fail "$run: rank $r wrote $(wc -l <run-$run/timings/rank-0000$r.jsonl) step records for its 30 steps"
+      done
+    done
     grep -q "timed True" run-api/ranks/rank-00000.log || fail "api: ddprun.active() is False under ddprun"
     DDPRUN_RUN_DIR= RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) STEPS=2 \
       PYTHONPATH="$here/../../python" "$py" "$scripts/api_loop.py" | grep -q "step 1 loss .* timed False" ||

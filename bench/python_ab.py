@@ -19,12 +19,9 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
-from torch.utils.data.distributed import DistributedSampler
 
-from python_step import model_of
+from python_step import model_of, synthetic_loader, timed_step
 
 
 def main():
@@ -35,10 +32,7 @@ def main():
     if state is None or not state.enabled:
         sys.exit("python_ab.py: run it under `ddprun --profile` with the instrumentation on")
     dist.init_process_group("gloo")
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(1)
-    data = TensorDataset(torch.randn(8192, 1, 28, 28, generator=g), torch.randint(0, 10, (8192,), generator=g))
-    loader = DataLoader(data, batch_size=32, sampler=DistributedSampler(data, seed=2))
+    loader = synthetic_loader()
     models = {}
     for timed in (True, False):
         model = DDP(model_of(name))
@@ -51,16 +45,8 @@ def main():
             model, optimizer = models[timed]
             times = []
             for _ in range(per_block):
-                start = time.perf_counter()
-                try:
-                    x, y = next(batches)
-                except StopIteration:
-                    batches = iter(loader)
-                    x, y = next(batches)
-                optimizer.zero_grad()
-                F.cross_entropy(model(x), y).backward()
-                optimizer.step()
-                times.append(time.perf_counter() - start)
+                seconds, batches = timed_step(model, optimizer, loader, batches)
+                times.append(seconds)
             if block:  # the first block of each is warm-up
                 medians[timed].append(statistics.median(times))
     state.enabled = True

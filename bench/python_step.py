@@ -32,13 +32,33 @@ def model_of(name):
                          nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
 
 
-def main():
-    name, steps = sys.argv[1], int(sys.argv[2])
-    dist.init_process_group("gloo")
+def synthetic_loader():
+    """MNIST-shaped synthetic data, 32 a batch, this rank's share (after init_process_group)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
     data = TensorDataset(torch.randn(8192, 1, 28, 28, generator=g), torch.randint(0, 10, (8192,), generator=g))
-    loader = DataLoader(data, batch_size=32, sampler=DistributedSampler(data, seed=2))
+    return DataLoader(data, batch_size=32, sampler=DistributedSampler(data, seed=2))
+
+
+def timed_step(model, optimizer, loader, batches):
+    """One whole training iteration, the next batch included (the loader starts over at its end):
+    its seconds, and the batch iterator to go on with."""
+    start = time.perf_counter()
+    try:
+        x, y = next(batches)
+    except StopIteration:
+        batches = iter(loader)
+        x, y = next(batches)
+    optimizer.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    return time.perf_counter() - start, batches
+
+
+def main():
+    name, steps = sys.argv[1], int(sys.argv[2])
+    dist.init_process_group("gloo")
+    loader = synthetic_loader()
     model = DDP(model_of(name))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     times = []
@@ -47,17 +67,8 @@ def main():
     for i in range(steps):
         if i == 10:
             cpu_start = time.process_time()  # every thread of the process, after the warm-up
-        start = time.perf_counter()  # the whole iteration: the next batch included
-        try:
-            x, y = next(batches)
-        except StopIteration:
-            batches = iter(loader)
-            x, y = next(batches)
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
-        times.append(time.perf_counter() - start)
+        seconds, batches = timed_step(model, optimizer, loader, batches)
+        times.append(seconds)
     cpu_ms = 1000 * (time.process_time() - cpu_start) / (steps - 10)
     if dist.get_rank() == 0:
         print(json.dumps({"model": name, "steps": steps, "np": dist.get_world_size(),

@@ -78,9 +78,10 @@ def record_head(rank, world_size):
     return head + (',"world_size":%d' % world_size if world_size else "")
 
 
-# Finished steps reach the timings file together, at most this long after the first of them ended
-# (and all of them at exit): one write and one warm formatting loop for a quarter second of steps,
-# instead of both for every step. The heartbeat (progress) still changes at every phase.
+# Finished steps reach the timings file together, when a step ends this long or longer after the
+# first of them (or this many are waiting), and all of them at exit: one write and one warm
+# formatting loop for a quarter second of steps, instead of both for every step. The heartbeat
+# (progress) still changes at every phase.
 FLUSH_SECONDS = 0.25
 FLUSH_STEPS = 256
 
@@ -95,7 +96,6 @@ class StepBuilder:
         self.current = None
         self.pending = []  # finished steps not written yet (on CUDA: also those whose events have not completed)
         self.event_factory = None  # set on CUDA: () -> a recorded torch.cuda.Event
-        self.written = 0
         self.resume = None  # the end of the last step: the next one starts there (steps are contiguous)
 
     def mark(self):
@@ -155,4 +155,3 @@ class StepBuilder:
         if ready:
             steps, self.pending = self.pending[:ready], self.pending[ready:]
             self.files.write_steps(steps)
-            self.written += ready

@@ -13,7 +13,6 @@ namespace ddp::profiler {
 namespace {
 
 using detail::contains;
-using detail::endsWith;
 using detail::isSpace;
 using detail::startsWith;
 using detail::trim;
@@ -305,7 +304,7 @@ std::optional<Edge> parseEdge(std::string_view m) {
         }
       }
     }
-    e.gdr = endsWith(rest, "/GDRDMA") || contains(rest, "/GDRDMA");
+    e.gdr = contains(rest, "/GDRDMA");
   } else {
     return std::nullopt;
   }

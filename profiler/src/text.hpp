@@ -23,10 +23,6 @@ inline bool startsWith(std::string_view s, std::string_view p) {
 
 inline bool equal(std::string_view a, std::string_view b) { return a.size() == b.size() && startsWith(a, b); }
 
-inline bool endsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && startsWith(s.substr(s.size() - p.size()), p);
-}
-
 inline bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
 }  // namespace ddp::profiler::detail

@@ -149,24 +149,17 @@ std::optional<NcclLine> parseStandard(std::string_view s) {
   NcclLine out;
   out.host = s.substr(0, i);
   ++i;
-  auto number = [&](int64_t& value) {
-    const size_t from = i;
-    value = 0;
-    while (i < n && isDigit(s[i]) && i - from < 18) value = value * 10 + (s[i++] - '0');
-    return i > from && (i == n || !isDigit(s[i]));
-  };
-  int64_t dev = 0;
-  if (!number(out.pid) || !expect(s, i, ":") || !number(out.tid) || !expect(s, i, " [") || !number(dev) ||
-      !expect(s, i, "] NCCL "))
+  std::optional<int64_t> pid, tid, dev;
+  if (!(pid = readInt(s, i)) || !expect(s, i, ":") || !(tid = readInt(s, i)) || !expect(s, i, " [") ||
+      !(dev = readInt(s, i)) || !expect(s, i, "] NCCL "))
     return std::nullopt;
-  out.dev = static_cast<int>(dev);
-  if (auto tag = tagAt(s, i - 5, true)) {
-    out.level = tag->level;
-    i = tag->at + tag->length;
-  } else {
-    return std::nullopt;
-  }
-  out.message = trim(s.substr(i));
+  out.pid = *pid;
+  out.tid = *tid;
+  out.dev = static_cast<int>(*dev);
+  const auto tag = tagAt(s, i - 5, true);
+  if (!tag) return std::nullopt;
+  out.level = tag->level;
+  out.message = trim(s.substr(tag->at + tag->length));
   if (hasNcclWord(out.message)) return std::nullopt;
   out.hasPrefix = true;
   return out;
@@ -407,7 +400,8 @@ std::optional<CollRecord> parseColl(std::string_view text) {
   return r;
 }
 
-static std::optional<CollRecord> collSummary(std::string_view text, std::optional<std::pair<CollRecord, size_t>> head) {
+std::optional<CollRecord> collSummaryAt(std::string_view text, size_t colon) {
+  auto head = collHeadAt(text, colon);
   if (!head) return std::nullopt;
   auto [r, at] = *head;
   size_t open = text.rfind('[');
@@ -419,10 +413,9 @@ static std::optional<CollRecord> collSummary(std::string_view text, std::optiona
   return r;
 }
 
-std::optional<CollRecord> parseCollSummary(std::string_view text) { return collSummary(text, collHead(text)); }
-
-std::optional<CollRecord> collSummaryAt(std::string_view text, size_t colon) {
-  return collSummary(text, collHeadAt(text, colon));
+std::optional<CollRecord> parseCollSummary(std::string_view text) {
+  const size_t at = findIn(text, ": opCount ");
+  return at == std::string_view::npos ? std::nullopt : collSummaryAt(text, at);
 }
 
 std::string_view failureKindName(FailureKind kind) {

@@ -2,7 +2,8 @@
 # ddp-step.sh [OUT_DIR]: median step time of `train` (overlap on, overlap off; mpi and gloo
 # backends) against PyTorch DDP over Gloo (bench/torch_ddp_train.py, Debian's python3-torch),
 # same model, batch, optimizer and world size, one thread per rank, at np 1, 2, 4, for the MLP
-# at batch 32 and 64 per rank and resnet18 at 8. Each configuration runs REPS times, interleaved; the page takes the median run.
+# at batch 32 and 64 per rank and resnet18 at 8. Each configuration runs REPS times, interleaved;
+# the page takes the median run.
 # Also the step timer's own cost. Writes OUT_DIR/ddp-step.jsonl and its section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

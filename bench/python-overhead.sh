@@ -5,11 +5,11 @@
 # instrumentation and with --no-instrument, one after the other (which one first alternates from
 # pair to pair, so a drift of the host's speed does not favour either), RUNS pairs (default 21):
 # an MLP and a small CNN on 2 ranks (each pinned to its own core), as the ratio of each pair's
-# median steps and of its CPU time per step, the median over pairs and their quartiles;
-# and one linear layer on 1 rank, whose step is so short that the time the instrumentation adds
-# shows in microseconds. Then, inside one process (bench/python_ab.py), the same cost without the
-# run-to-run drift: the fixed cost per step, and the pass over the gradients that a timing hook adds.
-# Writes its section of docs/benchmarks.md.
+# median steps and of its CPU time per step, the median over pairs and their quartiles. Then,
+# inside one process (bench/python_ab.py), the cost without the run-to-run drift: the fixed cost
+# per step, from one linear layer on 1 rank (a step so short that it shows in microseconds), and
+# the pass over the MLP's gradients that a timing hook adds. Writes its section of
+# docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
@@ -25,16 +25,14 @@ results=$out/python-overhead.jsonl
 : >"$results"
 steps=300
 for i in $(seq "$runs"); do
-  for model in tiny mlp cnn; do
-    np=2
-    [[ $model == tiny ]] && np=1
+  for model in mlp cnn; do
     order=(off on)
     ((i % 2 == 0)) && order=(on off)
     for mode in "${order[@]}"; do
       flag=()
       [[ $mode == off ]] && flag=(--no-instrument)
       run=$work/$model-$mode-$i
-      "$build/launcher/ddprun" --profile "${flag[@]}" --output rank:0 --log-level error --run-dir "$run" -np "$np" -- \
+      "$build/launcher/ddprun" --profile "${flag[@]}" --output rank:0 --log-level error --run-dir "$run" -np 2 -- \
         sh -c 'exec taskset -c $RANK "$0" "$@"' /usr/bin/python3 "$root/bench/python_step.py" "$model" "$steps" \
         >"$run.out" 2>&1 ||
         { echo "python-overhead.sh: $model ($mode) failed; see $run" >&2; cat "$run.out" >&2; exit 1; }
@@ -80,7 +78,7 @@ print(f"`bench/python_step.py` (plain DDP over Gloo, torch {torch_version}, a Da
       "how far to trust them.\n")
 print("| model | ranks | step, not instrumented | step, instrumented | step: instrumented / not | CPU per step: instrumented / not |")
 print("|---|---:|---:|---:|---:|---:|")
-for model in ("mlp", "cnn", "tiny"):
+for model in ("mlp", "cnn"):
     pairs = [(ms(model, "off", i), ms(model, "on", i)) for i in range(1, runs + 1)]
     cpu = [ms(model, "on", i, "cpu_ms_per_step") / ms(model, "off", i, "cpu_ms_per_step") for i in range(1, runs + 1)]
     off = statistics.median(p[0] for p in pairs)

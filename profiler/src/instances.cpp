@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <regex>
 
 namespace ddp::profiler {
@@ -13,10 +15,14 @@ extern const char* const kInstanceCatalogJson;  // generated from profiler/data/
 
 namespace {
 
+const nlohmann::json& catalogJson() {
+  static const auto data = nlohmann::json::parse(kInstanceCatalogJson);
+  return data;
+}
+
 std::vector<InstanceFamily> parseCatalog() {
   std::vector<InstanceFamily> out;
-  const auto data = nlohmann::json::parse(kInstanceCatalogJson);
-  for (const auto& f : data.at("families")) {
+  for (const auto& f : catalogJson().at("families")) {
     InstanceFamily family;
     family.family = f.at("family").get<std::string>();
     family.gpu = f.at("gpu").get<std::string>();
@@ -26,6 +32,7 @@ std::vector<InstanceFamily> parseCatalog() {
     family.bareMetal = f.at("bare_metal").get<bool>();
     family.traits = f.at("traits").get<std::string>();
     family.use = f.at("use").get<std::string>();
+    family.intraLink = f.at("intra_link").get<std::string>();
     out.push_back(std::move(family));
   }
   return out;
@@ -46,17 +53,59 @@ size_t editDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The entry of `items` whose key(item) is `name` (case-insensitive), else ConfigError:
+// "<what>: unknown <noun> '<name>' (did you mean X? known: ...)".
+template <typename T, typename Key>
+const T& findNamed(const std::vector<T>& items, const std::string& name, Key key, const std::string& what,
+                   const char* noun) {
+  std::vector<std::string> known;
+  for (const auto& item : items) {
+    if (lower(key(item)) == lower(name)) return item;
+    known.push_back(key(item));
+  }
+  throw ConfigError(fmt::format("{}: unknown {} '{}' (did you mean {}? known: {})", what, noun, name,
+                                nearestName(name, known), joined(known)));
+}
+
 const InstanceFamily& findFamily(const std::string& family, const std::string& name) {
-  const auto& catalog = instanceCatalog();
-  for (const auto& f : catalog)
-    if (f.family == family) return f;
-  const auto nearest = std::min_element(catalog.begin(), catalog.end(), [&](const auto& x, const auto& y) {
-    return editDistance(family, x.family) < editDistance(family, y.family);
-  });
-  std::string known;
-  for (const auto& f : catalog) known += (known.empty() ? "" : ", ") + f.family;
-  throw ConfigError(fmt::format("instance '{}': unknown family '{}' (did you mean {}? known: {})", name, family,
-                                nearest->family, known));
+  return findNamed(
+      instanceCatalog(), family, [](const InstanceFamily& f) { return f.family; }, fmt::format("instance '{}'", name),
+      "family");
+}
+
+std::vector<GpuSpec> parseGpus() {
+  std::vector<GpuSpec> out;
+  for (const auto& g : catalogJson().at("gpus"))
+    out.push_back({g.at("gpu").get<std::string>(), g.at("fp32_tflops").get<double>(), g.at("fp16_tflops").get<double>(),
+                   g.at("source").get<std::string>()});
+  return out;
+}
+
+std::vector<LinkSpec> parseLinks() {
+  std::vector<LinkSpec> out;
+  for (const auto& l : catalogJson().at("links"))
+    out.push_back({l.at("link").get<std::string>(), l.at("kind").get<std::string>(), l.at("gbytes_per_s").get<double>(),
+                   l.at("source").get<std::string>()});
+  return out;
+}
+
+std::vector<LinkKind> parseLinkKinds() {
+  std::vector<LinkKind> out;
+  for (const auto& k : catalogJson().at("link_kinds"))
+    out.push_back({k.at("kind").get<std::string>(), k.at("where").get<std::string>() == "inter",
+                   k.at("step_latency_us").get<double>(), k.at("source").get<std::string>()});
+  return out;
 }
 
 }  // namespace
@@ -64,6 +113,56 @@ const InstanceFamily& findFamily(const std::string& family, const std::string& n
 const std::vector<InstanceFamily>& instanceCatalog() {
   static const std::vector<InstanceFamily> catalog = parseCatalog();
   return catalog;
+}
+
+const std::vector<GpuSpec>& gpuCatalog() {
+  static const std::vector<GpuSpec> gpus = parseGpus();
+  return gpus;
+}
+
+const std::vector<LinkSpec>& linkCatalog() {
+  static const std::vector<LinkSpec> links = parseLinks();
+  return links;
+}
+
+const std::vector<LinkKind>& linkKinds() {
+  static const std::vector<LinkKind> kinds = parseLinkKinds();
+  return kinds;
+}
+
+const CollectiveModel& collectiveModel() {
+  static const CollectiveModel model = [] {
+    const auto& c = catalogJson().at("collective");
+    return CollectiveModel{c.at("base_latency_us").get<double>(), c.at("gpu_link_efficiency").get<double>(),
+                           c.at("source").get<std::string>()};
+  }();
+  return model;
+}
+
+const GpuSpec& findGpu(const std::string& name, const std::string& what) {
+  const std::string full = lower(name).rfind("nvidia ", 0) == 0 ? name : "NVIDIA " + name;
+  return findNamed(
+      gpuCatalog(), full, [](const GpuSpec& g) { return g.gpu; }, what, "GPU");
+}
+
+const LinkKind& findLinkKind(const std::string& kind, const std::string& what) {
+  return findNamed(
+      linkKinds(), kind, [](const LinkKind& k) { return k.kind; }, what, "link kind");
+}
+
+const LinkSpec& findLink(const std::string& link) {
+  return findNamed(
+      linkCatalog(), link, [](const LinkSpec& l) { return l.link; }, "the instance catalog", "link");
+}
+
+std::string nearestName(const std::string& name, const std::vector<std::string>& known) {
+  std::string best;
+  size_t bestDistance = SIZE_MAX;
+  for (const auto& k : known) {
+    const size_t d = editDistance(lower(name), lower(k));
+    if (d < bestDistance) bestDistance = d, best = k;
+  }
+  return best;
 }
 
 Instance decodeInstance(const std::string& name) {

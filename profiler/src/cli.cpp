@@ -6,6 +6,7 @@
 #include "ddp/common/log.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/profiler/compare.hpp"
+#include "ddp/profiler/projection.hpp"
 #include "ddp/profiler/report.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@ struct NcclOptions {
 
 struct ReportOptions {
   std::string dir;
+  std::vector<std::string> projectTo;
   std::string format = "text";
   bool write = true;
 };
@@ -33,8 +35,23 @@ struct ScalingOptions {
 
 struct CompareCli {
   std::string dirA, dirB, labelA, labelB, priceA, priceB, instanceA, instanceB, datasetSize;
+  std::vector<std::string> projectTo;
   std::string format = "text";
 };
+
+struct ProjectCli {
+  std::string dir, datasetSize, computeScale, precision = "fp32";
+  std::vector<std::string> targets, prices;
+  std::string format = "text";
+};
+
+// --dataset-size: a whole number of samples above 0.
+int64_t parseDatasetSize(const std::string& text) {
+  const double size = parsePositive(text, "--dataset-size");
+  if (size != static_cast<double>(static_cast<int64_t>(size)) || size > 1e15)
+    throw ConfigError(fmt::format("--dataset-size {} is not a whole number of samples", text));
+  return static_cast<int64_t>(size);
+}
 
 int runNccl(const NcclOptions& o, std::ostream& out) {
   auto facts = readNcclLogs(o.files);
@@ -49,7 +66,8 @@ int runNccl(const NcclOptions& o, std::ostream& out) {
 }
 
 int runReport(const ReportOptions& o, std::ostream& out) {
-  auto report = reportRun(o.dir, o.write);
+  for (const auto& target : o.projectTo) parseTarget(target, 1);
+  auto report = reportRun(o.dir, o.write, o.projectTo);
   out << (o.format == "json"   ? report.json
           : o.format == "md"   ? report.markdown
           : o.format == "html" ? report.html
@@ -79,12 +97,9 @@ int runCompare(const CompareCli& o, std::ostream& out) {
   if (!o.priceB.empty()) options.b.pricePerHour = parsePositive(o.priceB, "--price-b");
   if (!o.instanceA.empty()) options.a.instance = decodeInstance(o.instanceA);
   if (!o.instanceB.empty()) options.b.instance = decodeInstance(o.instanceB);
-  if (!o.datasetSize.empty()) {
-    const double size = parsePositive(o.datasetSize, "--dataset-size");
-    if (size != static_cast<double>(static_cast<int64_t>(size)) || size > 1e15)
-      throw ConfigError(fmt::format("--dataset-size {} is not a whole number of samples", o.datasetSize));
-    options.datasetSize = static_cast<int64_t>(size);
-  }
+  if (!o.datasetSize.empty()) options.datasetSize = parseDatasetSize(o.datasetSize);
+  for (const auto& target : o.projectTo) parseTarget(target, 1);
+  options.projectTo = o.projectTo;
   const auto a = loadRun(o.dirA);
   const auto b = loadRun(o.dirB);
   const auto comparison = compareRuns(a, b, options);
@@ -93,6 +108,89 @@ int runCompare(const CompareCli& o, std::ostream& out) {
           : o.format == "html" ? renderCompareHtml(comparison)
                                : renderCompareText(comparison));
   return 0;
+}
+
+int runProject(const ProjectCli& o, std::ostream& out) {
+  // Flags and targets are checked before the run is read.
+  ProjectOptions options;
+  options.targets = o.targets;
+  options.fp16 = o.precision == "fp16";
+  for (const auto& price : o.prices) {
+    const auto eq = price.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError(
+          fmt::format("--price {}: expected TARGET=PRICE (the target as given to --to, or run=PRICE for "
+                      "the measured run)",
+                      price));
+    const std::string name = price.substr(0, eq);
+    for (const auto& [given, value] : options.prices)
+      if (given == name) throw ConfigError(fmt::format("--price {}: a price for {} is given twice", price, name));
+    options.prices.emplace_back(name, parsePositive(price.substr(eq + 1), "--price " + name));
+  }
+  if (!o.datasetSize.empty()) options.datasetSize = parseDatasetSize(o.datasetSize);
+  if (!o.computeScale.empty()) options.computeScale = parsePositive(o.computeScale, "--compute-scale");
+  for (const auto& target : o.targets) parseTarget(target, 1);
+  const auto run = loadRun(o.dir);
+  const auto projection = projectRun(run, options);
+  out << (o.format == "json"   ? jsonText(projectionJson(projection), 2) + "\n"
+          : o.format == "md"   ? renderProjectionMarkdown(projection)
+          : o.format == "html" ? renderProjectionHtml(projection)
+                               : renderProjectionText(projection));
+  return 0;
+}
+
+CLI::App* addCompare(CLI::App& app, CompareCli& compare) {
+  auto* compareCmd = app.add_subcommand("compare",
+                                        "Two runs of the same job side by side (e.g. an NVLink instance against "
+                                        "ERI multi-node): transports, step time, throughput, efficiency, "
+                                        "exposed communication, busbw, findings and, with prices, cost per "
+                                        "1 M samples.\nExample: ddprof compare runs/gn7 runs/gn7i-eri "
+                                        "--price-a 30 --price-b 12 --instance-a ecs.gn7-c96g8.24xlarge");
+  compareCmd->add_option("run_a", compare.dirA, "Run directory A")->required();
+  compareCmd->add_option("run_b", compare.dirB, "Run directory B")->required();
+  compareCmd->add_option("--price-a", compare.priceA, "A's price per instance-hour (any currency; e.g. 30.5)");
+  compareCmd->add_option("--price-b", compare.priceB, "B's price per instance-hour, in the same currency");
+  compareCmd->add_option("--label-a", compare.labelA, "A's name in the table (default: its directory name)");
+  compareCmd->add_option("--label-b", compare.labelB, "B's name in the table");
+  compareCmd->add_option("--instance-a", compare.instanceA, "A's instance type (e.g. ecs.gn7e-c32g1.32xlarge or gn7e)");
+  compareCmd->add_option("--instance-b", compare.instanceB, "B's instance type");
+  compareCmd->add_option("--dataset-size", compare.datasetSize,
+                         "Samples per epoch, for the time and cost of an epoch (e.g. 1281167)");
+  compareCmd->add_option("--project-to", compare.projectTo,
+                         "Also project both runs onto this target (as ddprof project --to); repeat for more");
+  compareCmd->add_option("--format", compare.format, "text | json | md | html")
+      ->check(CLI::IsMember({"text", "json", "md", "html"}))
+      ->capture_default_str();
+  return compareCmd;
+}
+
+CLI::App* addProject(CLI::App& app, ProjectCli& project) {
+  auto* projectCmd = app.add_subcommand(
+      "project",
+      "Project a profiled run onto other instance types and host counts before renting them: step time, "
+      "throughput, scaling efficiency, cost per 1 M samples (docs/projection.md).\nExample: ddprof project "
+      "ddprun-runs/<run> --to ecs.gn7-c96g8.24xlarge --to hosts=2,gpus=8,intra=nvlink,inter=erdma:25gbit,"
+      "gpu=A100 --price run=6 --price ecs.gn7-c96g8.24xlarge=40");
+  projectCmd->add_option("run_dir", project.dir, "The measured run directory (with step timings)")->required();
+  projectCmd
+      ->add_option("--to", project.targets,
+                   "A target: an instance name (ecs.gn7-c96g8.24xlarge), a family (gn7e), or a shape "
+                   "hosts=H,gpus=G[,intra=KIND[:BW]][,inter=KIND:BW][,gpu=A100|cpu][,instance=NAME]; repeat for more")
+      ->required();
+  projectCmd->add_option(
+      "--price", project.prices,
+      "TARGET=PRICE per instance-hour (TARGET as given to --to, or run for the measured run); repeat");
+  projectCmd->add_option("--dataset-size", project.datasetSize, "Samples per epoch, for the time and cost of an epoch");
+  projectCmd->add_option("--compute-scale", project.computeScale,
+                         "Target compute time / measured compute time, when you know it (e.g. from one profiled step "
+                         "on the target); default: from the catalog's GPU throughput");
+  projectCmd->add_option("--precision", project.precision, "fp32 | fp16: which GPU throughput the compute ratio uses")
+      ->check(CLI::IsMember({"fp32", "fp16"}))
+      ->capture_default_str();
+  projectCmd->add_option("--format", project.format, "text | json | md | html")
+      ->check(CLI::IsMember({"text", "json", "md", "html"}))
+      ->capture_default_str();
+  return projectCmd;
 }
 
 }  // namespace
@@ -119,6 +217,8 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
   reportCmd->add_option("--format", report.format, "What to print: text | json | md | html")
       ->check(CLI::IsMember({"text", "json", "md", "html"}))
       ->capture_default_str();
+  reportCmd->add_option("--project-to", report.projectTo,
+                        "Add a projection of the run onto this target (as ddprof project --to); repeat for more");
   bool noWrite = false;
   reportCmd->add_flag("--no-write", noWrite, "Print only; do not write the report files");
   ScalingOptions scaling;
@@ -131,25 +231,9 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
       ->check(CLI::IsMember({"text", "json", "html"}))
       ->capture_default_str();
   CompareCli compare;
-  auto* compareCmd = app.add_subcommand("compare",
-                                        "Two runs of the same job side by side (e.g. an NVLink instance against "
-                                        "ERI multi-node): transports, step time, throughput, efficiency, "
-                                        "exposed communication, busbw, findings and, with prices, cost per "
-                                        "1 M samples.\nExample: ddprof compare runs/gn7 runs/gn7i-eri "
-                                        "--price-a 30 --price-b 12 --instance-a ecs.gn7-c96g8.24xlarge");
-  compareCmd->add_option("run_a", compare.dirA, "Run directory A")->required();
-  compareCmd->add_option("run_b", compare.dirB, "Run directory B")->required();
-  compareCmd->add_option("--price-a", compare.priceA, "A's price per instance-hour (any currency; e.g. 30.5)");
-  compareCmd->add_option("--price-b", compare.priceB, "B's price per instance-hour, in the same currency");
-  compareCmd->add_option("--label-a", compare.labelA, "A's name in the table (default: its directory name)");
-  compareCmd->add_option("--label-b", compare.labelB, "B's name in the table");
-  compareCmd->add_option("--instance-a", compare.instanceA, "A's instance type (e.g. ecs.gn7e-c32g1.32xlarge or gn7e)");
-  compareCmd->add_option("--instance-b", compare.instanceB, "B's instance type");
-  compareCmd->add_option("--dataset-size", compare.datasetSize,
-                         "Samples per epoch, for the time and cost of an epoch (e.g. 1281167)");
-  compareCmd->add_option("--format", compare.format, "text | json | md | html")
-      ->check(CLI::IsMember({"text", "json", "md", "html"}))
-      ->capture_default_str();
+  addCompare(app, compare);  // the subcommand left when no other was given
+  ProjectCli project;
+  auto* projectCmd = addProject(app, project);
   std::string logLevel = "info";
   app.add_option("--log-level", logLevel, "ddprof's own messages (what could not be read): error, warn, info or debug");
   try {
@@ -164,6 +248,7 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
   if (*ncclCmd) return runNccl(nccl, out);
   if (*reportCmd) return runReport(report, out);
   if (*scalingCmd) return runScaling(scaling, out);
+  if (*projectCmd) return runProject(project, out);
   return runCompare(compare, out);
 }
 

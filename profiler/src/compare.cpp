@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 namespace ddp::profiler {
 namespace {
@@ -59,12 +60,7 @@ RunSummary summarise(const RunData& run, const CompareSide& side) {
   } else {
     s.missing.push_back("no NCCL log: transports unknown (the nccl backend under ddprun --profile writes one)");
   }
-  for (const auto& row : run.bench) {
-    if (row.op != "allreduce" || row.bytes < s.busbwBytes) continue;
-    if (row.bytes > s.busbwBytes) s.busbwGbps.reset();
-    s.busbwBytes = row.bytes;
-    s.busbwGbps = std::max(s.busbwGbps.value_or(0.0), row.busbwGbps);
-  }
+  if (auto largest = largestAllreduceBusbw(run)) std::tie(s.busbwBytes, s.busbwGbps) = *largest;
   if (s.pricePerHour) {
     s.costPerHour = *s.pricePerHour * s.instances;
     if (s.timed && s.samplesPerSecond > 0) s.costPerMillionSamples = *s.costPerHour / (s.samplesPerSecond * 3600) * 1e6;
@@ -128,6 +124,18 @@ std::vector<Row> rows(const Comparison& c) {
       return s.epochHours ? fmt::format("{:.3g} h, cost {}", *s.epochHours, money(s.costPerEpoch)) : std::string("-");
     });
   }
+  for (size_t i = 0; i < c.projectTo.size(); ++i) {
+    auto projected = [i](auto f) {
+      return [i, f](const RunSummary& s) { return s.projection ? f(s.projection->targets[i]) : std::string("-"); };
+    };
+    const std::string onto = "projected onto " + c.projectTo[i];
+    add(onto + ": step time", projected([](const Projection& p) {
+          return fmt::format("{:.2f} ms ({:.2f} compute + {:.2f} exposed)", p.stepMs, p.computeMs, p.exposedMs);
+        }));
+    add(onto + ": throughput", projected([](const Projection& p) {
+          return fmt::format("{:.1f} samples/s on {} ranks", p.samplesPerSecond, p.ranks);
+        }));
+  }
   return out;
 }
 
@@ -161,7 +169,8 @@ json summaryJson(const RunSummary& s) {
           {"cost_per_1m_samples", opt(s.costPerMillionSamples)},
           {"epoch_hours", opt(s.epochHours)},
           {"cost_per_epoch", opt(s.costPerEpoch)},
-          {"missing", s.missing}};
+          {"missing", s.missing},
+          {"projection", s.projection ? projectionJson(*s.projection) : json(nullptr)}};
 }
 
 }  // namespace
@@ -182,7 +191,17 @@ double parsePositive(const std::string& text, const std::string& option) {
 
 Comparison compareRuns(const RunData& a, const RunData& b, const CompareOptions& options) {
   if (auto why = notTheSameJob(a, b)) throw ConfigError("these runs are different jobs: " + *why);
-  Comparison c{summarise(a, options.a), summarise(b, options.b), options.datasetSize, {}};
+  Comparison c{summarise(a, options.a), summarise(b, options.b), options.datasetSize, options.projectTo, {}};
+  if (!options.projectTo.empty()) {
+    ProjectOptions project;
+    project.targets = options.projectTo;
+    for (auto [run, s] : {std::make_pair(&a, &c.a), std::make_pair(&b, &c.b)}) {
+      if (auto why = whyNotProjectable(*run))
+        s->missing.push_back(fmt::format("no projection: {}", *why));
+      else
+        s->projection = projectRun(*run, project);  // what it throws now is about a target: exit 2
+    }
+  }
   if (!c.a.timed && !c.b.timed && c.a.transports.empty() && c.b.transports.empty())
     throw ConfigError(
         fmt::format("nothing to compare: neither {} nor {} has step timings or an NCCL log", a.dir, b.dir));
@@ -286,6 +305,11 @@ std::string renderCompareHtml(const Comparison& c) {
       page.raw(html::barChart("cost per 1 M samples",
                               {{c.a.label, *c.a.costPerMillionSamples}, {c.b.label, *c.b.costPerMillionSamples}}, ""));
   }
+  for (const auto* s : {&c.a, &c.b})
+    if (s->projection) {
+      page.heading(2, fmt::format("{} projected", s->label));
+      page.raw(projectionChart(*s->projection));
+    }
   for (const auto* s : {&c.a, &c.b})
     for (const auto& m : s->missing) page.paragraph(fmt::format("Missing in {}: {}", s->label, m));
   return page.finish();

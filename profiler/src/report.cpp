@@ -171,6 +171,7 @@ json reportJson(const Report& r) {
   json sources = json::array();
   for (const auto& [rank, s] : r.run.sources) sources.push_back(toJson(s));
   out["timings_sources"] = sources;
+  if (r.projection) out["projection"] = projectionJson(*r.projection);
   return out;
 }
 
@@ -195,6 +196,7 @@ std::string renderReportText(const Report& r) {
   if (!t.shortRanks.empty())
     out += fmt::format("ranks with fewer steps than the longest ({}): {}\n", t.maxSteps, rankList(t.shortRanks));
   if (r.run.nccl) out += "\nNCCL\n" + renderNcclSummary(*r.run.nccl);
+  if (r.projection) out += "\n" + renderProjectionText(*r.projection);
   if (!r.run.problems.empty()) {
     out += "\nproblems reading the run directory:\n";
     for (const auto& p : r.run.problems) out += "  " + p + "\n";
@@ -232,6 +234,7 @@ std::string renderReportMarkdown(const Report& r) {
   for (const auto& line : parts::sourceLines(r)) out += "\n" + line + "  ";
   if (!r.run.sources.empty()) out += "\n";
   if (r.run.nccl) out += "\n## NCCL\n\n```\n" + renderNcclSummary(*r.run.nccl) + "```\n";
+  if (r.projection) out += "\n#" + renderProjectionMarkdown(*r.projection);  // its title one level down
   if (!r.run.problems.empty()) {
     out += "\n## Problems reading the run directory\n\n";
     for (const auto& p : r.run.problems) out += "- " + p + "\n";
@@ -239,12 +242,18 @@ std::string renderReportMarkdown(const Report& r) {
   return out;
 }
 
-RenderedReport reportRun(const std::string& dir, bool write) {
+RenderedReport reportRun(const std::string& dir, bool write, const std::vector<std::string>& projectTo) {
   const RunLayout layout(dir);
   auto run = loadRun(dir);
   auto timing = analyseTimings(run);
   auto findings = diagnose(run, timing);
-  Report report{run, timing, findings};
+  std::optional<ProjectionReport> projection;
+  if (!projectTo.empty()) {
+    ProjectOptions options;
+    options.targets = projectTo;
+    projection = projectRun(run, options);
+  }
+  Report report{run, timing, findings, projection ? &*projection : nullptr};
   RenderedReport out{renderReportText(report),
                      jsonText(reportJson(report), 2) + "\n",
                      renderReportMarkdown(report),

@@ -156,6 +156,13 @@ std::string renderReportHtml(const Report& r) {
   }
   if (r.run.nccl && !r.run.nccl->edges.empty()) transports(*r.run.nccl, page);
   if (!r.run.bench.empty()) benchCurves(r.run.bench, page);
+  if (r.projection) {
+    page.heading(2, "Projected onto other instances (ddprof project)");
+    page.raw(projectionChart(*r.projection));
+    std::string verdict;
+    for (const auto& v : r.projection->verdict) verdict += "<li>" + html::escape(v) + "</li>";
+    page.raw("<ul>" + verdict + "</ul>");
+  }
   if (r.run.nccl) page.raw("<h2>NCCL</h2><pre>" + html::escape(renderNcclSummary(*r.run.nccl)) + "</pre>\n");
   if (!r.run.problems.empty()) {
     page.heading(2, "Problems reading the run directory");

@@ -30,19 +30,15 @@ struct Reference {
   std::string source;
 };
 std::optional<Reference> linkReference(const RunData& run, const TimingAnalysis& t) {
-  if (run.bench.empty() || t.allreduceBytesPerStep == 0) return std::nullopt;
-  const auto backend = commandOption(run.command, "--backend");
+  if (t.allreduceBytesPerStep == 0) return std::nullopt;
+  const auto rows = allreduceBench(run);
   const BenchRow* best = nullptr;
   auto distance = [&](const BenchRow& b) {
     return std::abs(
         std::log(static_cast<double>(std::max<int64_t>(1, b.bytes)) / static_cast<double>(t.allreduceBytesPerStep)));
   };
-  for (const auto& b : run.bench) {
-    if (b.op != "allreduce" || b.busbwGbps <= 0) continue;
-    const bool sameBackend = backend && b.backend == *backend;
-    const bool bestSame = best && backend && best->backend == *backend;
-    if (!best || (sameBackend && !bestSame) || (sameBackend == bestSame && distance(b) < distance(*best))) best = &b;
-  }
+  for (const auto& b : rows)
+    if (!best || distance(b) < distance(*best)) best = &b;
   if (!best) return std::nullopt;
   return Reference{best->busbwGbps, fmt::format("ddpbench's {} allreduce of {} bytes at {} ranks", best->backend,
                                                 best->bytes, best->nranks)};

@@ -214,4 +214,26 @@ std::optional<std::string> commandOption(const std::vector<std::string>& command
   return std::nullopt;
 }
 
+std::vector<BenchRow> allreduceBench(const RunData& run) {
+  const auto backend = commandOption(run.command, "--backend");
+  std::vector<BenchRow> all, own;
+  for (const auto& row : run.bench) {
+    if (row.op != "allreduce" || row.busbwGbps <= 0) continue;
+    all.push_back(row);
+    if (backend && row.backend == *backend) own.push_back(row);
+  }
+  return own.empty() ? all : own;
+}
+
+std::optional<std::pair<int64_t, double>> largestAllreduceBusbw(const RunData& run) {
+  std::optional<std::pair<int64_t, double>> best;
+  for (const auto& row : allreduceBench(run)) {
+    if (!best || row.bytes > best->first)
+      best = std::make_pair(row.bytes, row.busbwGbps);
+    else if (row.bytes == best->first)
+      best->second = std::max(best->second, row.busbwGbps);
+  }
+  return best;
+}
+
 }  // namespace ddp::profiler

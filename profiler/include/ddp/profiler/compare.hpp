@@ -5,6 +5,7 @@
 
 #include "ddp/profiler/analysis.hpp"
 #include "ddp/profiler/instances.hpp"
+#include "ddp/profiler/projection.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@ struct CompareSide {
 struct CompareOptions {
   CompareSide a, b;
   std::optional<int64_t> datasetSize;  // samples per epoch, for the cost of an epoch
+  std::vector<std::string> projectTo;  // targets to project both runs onto (docs/projection.md)
 };
 
 struct RunSummary {
@@ -42,12 +44,14 @@ struct RunSummary {
   int64_t busbwBytes = 0;
   std::vector<Finding> findings;
   std::optional<double> pricePerHour, costPerHour, costPerMillionSamples, epochHours, costPerEpoch;
-  std::vector<std::string> missing;  // what this run lacks for a full comparison
+  std::vector<std::string> missing;            // what this run lacks for a full comparison
+  std::optional<ProjectionReport> projection;  // onto CompareOptions::projectTo, when it could be projected
 };
 
 struct Comparison {
   RunSummary a, b;
   std::optional<int64_t> datasetSize;
+  std::vector<std::string> projectTo;
   std::vector<std::string> verdict;  // the answer, in sentences: faster, cheaper, why
 };
 

@@ -2,6 +2,7 @@
 // Renderers of the run report and the scaling table: they only format (docs/profiler.md).
 
 #include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/projection.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@ struct Report {
   const RunData& run;
   const TimingAnalysis& timing;
   const std::vector<Finding>& findings;
+  const ProjectionReport* projection = nullptr;  // `ddprof report --project-to`: a section of its own
 };
 
 // report.json: findings, scaling (this run's size), ranks, phases, steps, nccl (the facts), problems.
@@ -30,7 +32,9 @@ struct RenderedReport {
   std::vector<std::string> problems;  // what could not be read ("file:line: what")
   bool usable = false;                // timings, NCCL logs or exit records were found
 };
-RenderedReport reportRun(const std::string& dir, bool write);
+// projectTo: targets to project the run onto (docs/projection.md); ConfigError for one that
+// cannot be modelled or a run that cannot be projected.
+RenderedReport reportRun(const std::string& dir, bool write, const std::vector<std::string>& projectTo = {});
 
 nlohmann::json scalingJson(const Scaling& scaling);
 std::string renderScalingText(const Scaling& scaling);

@@ -54,6 +54,12 @@ struct RunData {
 // Throws ConfigError when dir is not a directory or holds none of the run files.
 RunData loadRun(const std::string& dir);
 
+// ddpbench's allreduce rows in the run directory: those of the run's own --backend when there are
+// some (main-job.sh leaves an mpi and a gloo sweep beside a run of one of them), else all.
+std::vector<BenchRow> allreduceBench(const RunData& run);
+// Of those, the largest size and its bus bandwidth (the better of in and out of place), if any.
+std::optional<std::pair<int64_t, double>> largestAllreduceBusbw(const RunData& run);
+
 // The value of `--name VALUE` or `--name=VALUE` in a command, if any.
 std::optional<std::string> commandOption(const std::vector<std::string>& command, const std::string& name);
 

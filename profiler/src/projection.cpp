@@ -1,0 +1,678 @@
+// `ddprof project`: the model (docs/projection.md). A run's own steps are replayed twice — on
+// its own shape with its measured transfers, and on the target with transfers the ring model
+// scales from them — and the target's step is the measured step plus the difference, so the
+// replay's own error cancels and a projection onto the run's own shape gives back its step.
+#include "ddp/profiler/projection.hpp"
+
+#include "ddp/common/error.hpp"
+#include "ddp/profiler/analysis.hpp"
+#include "stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <regex>
+#include <set>
+
+namespace ddp::profiler {
+namespace {
+
+using detail::median;
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  while (true) {
+    const size_t at = text.find(sep, from);
+    out.push_back(text.substr(from, at - from));
+    if (at == std::string::npos) return out;
+    from = at + 1;
+  }
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int parseCount(const std::string& value, const std::string& key, const std::string& where, int most) {
+  static const std::regex digits("^[0-9]{1,7}$");
+  if (!std::regex_match(value, digits) || std::stoi(value) < 1 || std::stoi(value) > most)
+    throw ConfigError(fmt::format("{}: {}={} is not a count from 1 to {}", where, key, value, most));
+  return std::stoi(value);
+}
+
+TargetLink parseLink(const std::string& value, const std::string& key, const std::string& where) {
+  const auto colon = value.find(':');
+  TargetLink link;
+  link.kind = lower(value.substr(0, colon));
+  const auto& kind = findLinkKind(link.kind, fmt::format("{}: {}", where, key));
+  if (kind.interHost != (key == "inter"))
+    throw ConfigError(fmt::format("{}: {}={} is a link {} hosts; use {}={}", where, key, value,
+                                  kind.interHost ? "between" : "within", kind.interHost ? "inter" : "intra", value));
+  if (colon != std::string::npos) {
+    link.bytesPerS = parseBandwidth(value.substr(colon + 1), fmt::format("{}: {}={}", where, key, value));
+    link.source = "given";
+  }
+  return link;
+}
+
+// A link kind without a bandwidth: NVLink of a catalog GPU comes from the catalog; CPU ranks'
+// loopback and shared memory are the host's own (its cost is calibrated from the run); any
+// other needs the user's figure.
+void completeLink(TargetLink& link, const std::string& key, const std::string& device, const std::string& where) {
+  if (link.bytesPerS) return;
+  if (link.kind == "nvlink" && device.rfind("NVIDIA ", 0) == 0) {
+    for (const auto& spec : linkCatalog())
+      if (spec.kind == "nvlink" && spec.link == "nvlink-" + lower(device.substr(7))) {
+        link.bytesPerS = spec.gbytesPerS * 1e9;
+        link.source = spec.source;
+        return;
+      }
+  }
+  if ((link.kind == "loopback" || link.kind == "shm") && device == "cpu") return;
+  throw ConfigError(fmt::format("{}: {}={} needs a bandwidth, e.g. {}={}:{}", where, key, link.kind, key, link.kind,
+                                key == "inter" ? "25gbit" : "31.5GB/s"));
+}
+
+// ---- the run, step by step -------------------------------------------------------------
+
+struct RankStep {
+  double stepMs = 0, dataMs = 0, backwardMs = 0, commWaitMs = 0, optimizerMs = 0;
+  double backwardStartMs = 0;           // from the step's start: data, forward and the glue between
+  std::vector<double> launchMs, endMs;  // per bucket (in the step's bucket order), from the step's start
+};
+
+struct StepProfile {
+  std::vector<RankStep> ranks;
+  std::vector<double> transferMs;  // per bucket: its time on the wire as the network saw it
+  std::vector<size_t> order;       // the buckets in the order they became ready
+};
+
+struct RunProfile {
+  std::vector<StepProfile> steps;
+  std::vector<int> bucketIds;
+  std::vector<double> bucketBytes;
+  int ranks = 0;
+  int64_t samplesPerStep = 0;
+};
+
+// Steps every rank recorded with the same gradient buckets (the first skipped as warm-up when
+// there are more than 3, as in the report).
+RunProfile profileRun(const RunData& run) {
+  RunProfile p;
+  std::map<int64_t, std::map<int, const StepRecord*>> bySteps;
+  for (const auto& [rank, records] : run.timings)
+    for (const auto& r : records) bySteps[r.step][rank] = &r;
+  std::vector<int64_t> common;
+  for (const auto& [step, ranks] : bySteps)
+    if (ranks.size() == run.timings.size()) common.push_back(step);
+  if (common.size() > 3) common.erase(common.begin());
+  p.ranks = static_cast<int>(run.timings.size());
+  for (int64_t step : common) {
+    const auto& ranks = bySteps[step];
+    // The buckets of this step, by id, with their bytes, on every rank.
+    std::map<int, uint64_t> bytes;
+    std::map<int, size_t> seen;
+    for (const auto& [rank, r] : ranks)
+      for (const auto& c : r->collectives)
+        if (c.op == CollectiveOp::kAllreduce && c.bucket >= 0) bytes[c.bucket] = c.bytes, ++seen[c.bucket];
+    std::vector<int> ids;
+    for (const auto& [id, n] : seen)
+      if (n == ranks.size()) ids.push_back(id);
+    if (ids.empty()) continue;
+    if (p.bucketIds.empty()) {
+      p.bucketIds = ids;
+      for (int id : ids) p.bucketBytes.push_back(static_cast<double>(bytes[id]));
+    } else if (ids != p.bucketIds) {
+      continue;  // a step with other buckets (a rebuilt bucket order): left out
+    }
+    StepProfile s;
+    int64_t samples = 0;
+    for (const auto& [rank, r] : ranks) {
+      RankStep rs;
+      rs.stepMs = r->stepMs;
+      rs.dataMs = r->phasesMs[Phase::kData];
+      rs.backwardMs = r->phasesMs[Phase::kBackward];
+      rs.commWaitMs = r->phasesMs[Phase::kCommWait];
+      rs.optimizerMs = r->phasesMs[Phase::kOptimizer];
+      // Anchored at the step's end, which is the optimizer's end.
+      rs.backwardStartMs = std::max(rs.dataMs, rs.stepMs - rs.optimizerMs - rs.commWaitMs - rs.backwardMs);
+      std::vector<std::pair<double, double>> spans(ids.size());  // launch, end
+      for (const auto& c : r->collectives) {
+        if (c.op != CollectiveOp::kAllreduce || c.bucket < 0) continue;
+        const auto it = std::find(ids.begin(), ids.end(), c.bucket);
+        if (it == ids.end()) continue;
+        const double launch = static_cast<double>(c.startUnixUs - r->startUnixUs) / 1000.0;
+        spans[static_cast<size_t>(it - ids.begin())] = {launch, launch + c.durationMs};
+      }
+      for (const auto& span : spans) rs.launchMs.push_back(span.first), rs.endMs.push_back(span.second);
+      samples += r->samples;
+      s.ranks.push_back(std::move(rs));
+    }
+    // A bucket is ready when its last rank launches it (in each rank's own time from its step's
+    // start: the previous step's allreduce lined the ranks up). Its transfer on a rank runs from
+    // then, or from the previous bucket's end if that was later, to its end there; the ring ends
+    // at slightly different times on different ranks, so the transfer is the mean over them.
+    std::vector<double> ready(ids.size(), 0.0);
+    for (const auto& rs : s.ranks)
+      for (size_t b = 0; b < ids.size(); ++b) ready[b] = std::max(ready[b], rs.launchMs[b]);
+    s.order.resize(ids.size());
+    std::iota(s.order.begin(), s.order.end(), 0);
+    std::sort(s.order.begin(), s.order.end(), [&](size_t x, size_t y) { return ready[x] < ready[y]; });
+    s.transferMs.assign(ids.size(), 0.0);
+    for (const auto& rs : s.ranks) {
+      double previousEnd = -1e300;
+      for (size_t b : s.order) {
+        s.transferMs[b] +=
+            std::max(0.0, rs.endMs[b] - std::max(ready[b], previousEnd)) / static_cast<double>(s.ranks.size());
+        previousEnd = std::max(previousEnd, rs.endMs[b]);
+      }
+    }
+    p.samplesPerStep = samples;
+    p.steps.push_back(std::move(s));
+  }
+  return p;
+}
+
+struct Replayed {
+  std::vector<double> stepMs, waitMs;  // per rank
+};
+
+// One step on a shape: data as measured, the rest of the compute scaled by k, buckets ready at
+// their (scaled) measured offsets into backward, the allreduces one after another on the
+// network, each rank waiting at the end of backward for the last one.
+Replayed replay(const StepProfile& s, double k, const std::vector<double>& transferMs) {
+  Replayed out;
+  const size_t n = s.ranks.size();
+  std::vector<double> start(n), backwardEnd(n);
+  for (size_t r = 0; r < n; ++r) {
+    const auto& rs = s.ranks[r];
+    start[r] = rs.dataMs + k * (rs.backwardStartMs - rs.dataMs);
+    backwardEnd[r] = start[r] + k * rs.backwardMs;
+  }
+  double done = 0;
+  for (size_t b : s.order) {
+    double ready = 0;
+    for (size_t r = 0; r < n; ++r) {
+      const auto& rs = s.ranks[r];
+      const double offset = std::clamp(rs.launchMs[b] - rs.backwardStartMs, 0.0, rs.backwardMs);
+      ready = std::max(ready, start[r] + k * offset);
+    }
+    done = std::max(done, ready) + transferMs[b];
+  }
+  for (size_t r = 0; r < n; ++r) {
+    const double wait = std::max(0.0, done - backwardEnd[r]);
+    out.waitMs.push_back(wait);
+    out.stepMs.push_back(backwardEnd[r] + wait + k * s.ranks[r].optimizerMs);
+  }
+  return out;
+}
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// ---- the shapes' links and latency --------------------------------------------------------
+
+struct Shape {
+  int ranks = 1, hosts = 1;
+  std::string intraKind, interKind;
+};
+
+double latencyMs(const Shape& s) {
+  if (s.ranks < 2) return 0;
+  const double intra = findLinkKind(s.intraKind, "link").stepLatencyUs;
+  const double inter = s.hosts > 1 ? findLinkKind(s.interKind, "link").stepLatencyUs : 0;
+  const auto& m = collectiveModel();
+  return (m.baseLatencyUs + 2.0 * (s.ranks - s.hosts) * intra + 2.0 * (s.hosts - 1) * inter) / 1000.0;
+}
+
+bool isGpu(const std::string& device) { return device != "cpu"; }
+
+std::string runDevice(const RunData& run) {
+  if (!run.instance.empty()) {
+    try {
+      return decodeInstance(run.instance).family.gpu;
+    } catch (const ConfigError&) {
+    }
+  }
+  for (const auto& [rank, source] : run.sources)
+    if (source.device.rfind("cuda", 0) == 0) return "GPU";
+  if (commandOption(run.command, "--backend").value_or("") == "nccl" || (run.nccl && run.nccl->edgeLines > 0))
+    return "GPU";
+  return "cpu";
+}
+
+// The run's own link kinds: from NCCL's transports on GPUs, loopback and sockets for CPU ranks.
+Shape runShape(const RunData& run, int ranks, const std::string& device) {
+  Shape s{ranks, std::max<int>(1, static_cast<int>(run.hosts.size())), "loopback", "socket"};
+  if (isGpu(device)) {
+    bool nvlink = false;
+    if (!run.instance.empty()) {
+      try {
+        nvlink = decodeInstance(run.instance).family.nvlink;
+      } catch (const ConfigError&) {
+      }
+    }
+    s.intraKind = nvlink ? "nvlink" : "pcie";
+    s.interKind = run.nccl && run.nccl->network && lower(*run.nccl->network) == "ib" ? "ib" : "socket";
+  }
+  return s;
+}
+
+std::string gbps(double bytesPerS) { return fmt::format("{:.3g} GB/s", bytesPerS / 1e9); }
+
+// The latency of one allreduce on the run's own shape, from ddpbench's rows in the run directory
+// (time against size, least squares) when they have two sizes or more.
+std::optional<double> benchLatencyMs(const RunData& run) {
+  std::vector<std::pair<double, double>> points;  // bytes, ms
+  for (const auto& row : allreduceBench(run)) points.emplace_back(static_cast<double>(row.bytes), row.timeUs / 1000.0);
+  double lo = 1e300, hi = 0, mb = 0, mt = 0;
+  for (const auto& [b, t] : points) lo = std::min(lo, b), hi = std::max(hi, b), mb += b, mt += t;
+  if (points.size() < 2 || hi < 2 * lo) return std::nullopt;
+  mb /= static_cast<double>(points.size());
+  mt /= static_cast<double>(points.size());
+  double cov = 0, var = 0;
+  for (const auto& [b, t] : points) cov += (b - mb) * (t - mt), var += (b - mb) * (b - mb);
+  return std::max(0.0, mt - cov / var * mb);
+}
+
+}  // namespace
+
+double parseBandwidth(const std::string& text, const std::string& what) {
+  static const std::regex form(R"(^([0-9]+(\.[0-9]+)?)(kbit|mbit|gbit|kb/s|mb/s|gb/s)$)", std::regex::icase);
+  std::smatch m;
+  if (std::regex_match(text, m, form)) {
+    const double value = std::stod(m[1].str());
+    const std::string unit = lower(m[3].str());
+    const double scale = unit == "kbit"   ? 1e3 / 8
+                         : unit == "mbit" ? 1e6 / 8
+                         : unit == "gbit" ? 1e9 / 8
+                         : unit == "kb/s" ? 1e3
+                         : unit == "mb/s" ? 1e6
+                                          : 1e9;
+    if (value > 0 && std::isfinite(value)) return value * scale;
+  }
+  throw ConfigError(fmt::format("{}: '{}' is not a bandwidth (e.g. 25gbit, 100mbit, 150GB/s, 800MB/s)", what, text));
+}
+
+double ringFactor(int ranks) { return ranks < 2 ? 0 : 2.0 * (ranks - 1) / ranks; }
+
+double ringAllreduceMs(double bytes, int ranks, int hosts, double bytesPerS, double intraStepUs, double interStepUs,
+                       double baseUs) {
+  if (ranks < 2) return 0;
+  const double latencyUs = baseUs + 2.0 * (ranks - hosts) * intraStepUs + 2.0 * (hosts - 1) * interStepUs;
+  return latencyUs / 1000.0 + bytes * ringFactor(ranks) / bytesPerS * 1000.0;
+}
+
+Target parseTarget(const std::string& text, int sourceRanks) {
+  Target t;
+  t.text = text;
+  const std::string where = fmt::format("target '{}'", text);
+  auto fromInstance = [&](const Instance& instance) {
+    t.instance = instance;
+    t.device = instance.family.gpu;
+    t.deviceWhere = fmt::format("the GPU of {} in the catalog", instance.family.family);
+  };
+  auto catalogIntra = [&] {
+    const auto& link = findLink(t.instance->family.intraLink);
+    return TargetLink{link.kind, link.gbytesPerS * 1e9, link.source};
+  };
+  if (text.find('=') == std::string::npos) {
+    fromInstance(decodeInstance(text));
+    t.ranksPerHost = t.instance->gpus.value_or(std::max(1, sourceRanks));
+    if (t.ranksPerHost > 1) t.intra = catalogIntra();
+    return t;
+  }
+  static const std::vector<std::string> keys = {"hosts", "gpus", "ranks", "intra", "inter", "gpu", "instance"};
+  std::map<std::string, std::string> fields;
+  for (const auto& item : split(text, ',')) {
+    const auto eq = item.find('=');
+    const std::string key = lower(item.substr(0, eq));
+    if (eq == std::string::npos || eq + 1 == item.size())
+      throw ConfigError(
+          fmt::format("{}: '{}' is not KEY=VALUE (keys: hosts, gpus, intra, inter, gpu, instance)", where, item));
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      throw ConfigError(
+          fmt::format("{}: unknown field '{}' (did you mean {}? known: hosts, gpus (or ranks), intra, "
+                      "inter, gpu, instance)",
+                      where, key, nearestName(key, keys)));
+    const std::string name = key == "ranks" ? "gpus" : key;
+    if (!fields.emplace(name, item.substr(eq + 1)).second)
+      throw ConfigError(fmt::format("{}: {} given twice", where, name));
+  }
+  if (fields.count("instance")) fromInstance(decodeInstance(fields["instance"]));
+  if (fields.count("gpu")) {
+    t.device = lower(fields["gpu"]) == "cpu" ? "cpu" : findGpu(fields["gpu"], where).gpu;
+    t.deviceWhere = "given";
+  }
+  if (!fields.count("hosts")) throw ConfigError(fmt::format("{} has no hosts=N (how many hosts)", where));
+  t.hosts = parseCount(fields["hosts"], "hosts", where, 100000);
+  if (fields.count("gpus"))
+    t.ranksPerHost = parseCount(fields["gpus"], "gpus", where, 1024);
+  else if (t.instance && t.instance->gpus)
+    t.ranksPerHost = *t.instance->gpus;
+  else
+    throw ConfigError(fmt::format("{} has no gpus=N (ranks per host)", where));
+  if (fields.count("intra"))
+    t.intra = parseLink(fields["intra"], "intra", where);
+  else if (t.ranksPerHost > 1 && t.instance)
+    t.intra = catalogIntra();
+  else if (t.ranksPerHost > 1)
+    throw ConfigError(
+        fmt::format("{} has no intra=KIND[:BANDWIDTH] (how a host's ranks talk: nvlink, pcie, shm, loopback)", where));
+  if (fields.count("inter"))
+    t.inter = parseLink(fields["inter"], "inter", where);
+  else if (t.hosts > 1)
+    throw ConfigError(fmt::format("{} has no inter=KIND:BANDWIDTH (the link between hosts, e.g. erdma:25gbit)", where));
+  return t;
+}
+
+std::optional<std::string> whyNotProjectable(const RunData& run) {
+  if (run.timings.empty()) return fmt::format("{}: no step timings to project", run.dir);
+  if (run.timings.size() < 2)
+    return fmt::format("{}: one rank; the projection needs a run of 2 ranks or more", run.dir);
+  if (profileRun(run).steps.empty())
+    return fmt::format(
+        "{}: no gradient allreduce records in the timings (collectives with a bucket); the projection "
+        "replays them (ddp::DistributedDataParallel and ddprun's Python instrumentation write them)",
+        run.dir);
+  return std::nullopt;
+}
+
+namespace {
+
+// The measured step and its parts, and each step replayed on the run's own shape.
+std::vector<Replayed> measure(const RunProfile& profile, ProjectionReport& out) {
+  std::vector<double> stepMs, waitMs, replayError;
+  std::vector<Replayed> own;
+  for (const auto& s : profile.steps) {
+    own.push_back(replay(s, 1.0, s.transferMs));
+    std::vector<double> step, wait;
+    for (const auto& r : s.ranks) step.push_back(r.stepMs), wait.push_back(r.commWaitMs);
+    stepMs.push_back(mean(step));
+    waitMs.push_back(mean(wait));
+    if (stepMs.back() > 0) replayError.push_back(std::abs(mean(own.back().stepMs) - stepMs.back()) / stepMs.back());
+  }
+  out.stepMs = median(stepMs);
+  out.exposedMs = mean(waitMs) / std::max(1e-9, mean(stepMs)) * out.stepMs;
+  out.computeMs = out.stepMs - out.exposedMs;
+  out.samplesPerSecond = out.stepMs > 0 ? static_cast<double>(out.samplesPerStep) * 1000.0 / out.stepMs : 0;
+  out.calibration.replayErrorMedian = median(replayError);
+  return own;
+}
+
+// The run's own link: ddpbench's measurement in the run directory, else the catalog's link of
+// its instance (one host).
+void runLink(const RunData& run, const Shape& source, Calibration& cal) {
+  if (auto bench = largestAllreduceBusbw(run); bench && bench->second > 0) {
+    cal.linkGbps = bench->second;
+    cal.linkSource = fmt::format(
+        "ddpbench's allreduce in the run directory, {:.3g} GB/s bus bandwidth at {} B "
+        "(measured: preferred to the catalog)",
+        bench->second, bench->first);
+    return;
+  }
+  if (!run.instance.empty() && source.hosts == 1) {
+    try {
+      const auto instance = decodeInstance(run.instance);
+      const auto& link = findLink(instance.family.intraLink);
+      cal.linkGbps = link.gbytesPerS * collectiveModel().gpuLinkEfficiency;
+      cal.linkSource = fmt::format("the catalog's {} for {} x NCCL's efficiency: {}", link.link, instance.family.family,
+                                   link.source);
+      return;
+    } catch (const ConfigError&) {
+    }
+  }
+  cal.linkSource =
+      "unknown (no ddpbench result in the run directory, no catalog link): all of the measured time per "
+      "byte counts as the host's, and a target adds its links on top";
+}
+
+// The network's busy time per step (each bucket from its ready time, or the previous one's end,
+// to its end: buckets in flight together share the link, so only their sum is meaningful)
+// against the step's gradient bytes, after the latency of its allreduces.
+void calibrate(const RunData& run, const RunProfile& profile, const Shape& source, Calibration& cal) {
+  cal.buckets = static_cast<int>(profile.bucketIds.size());
+  cal.bytesPerStep = std::accumulate(profile.bucketBytes.begin(), profile.bucketBytes.end(), 0.0);
+  std::vector<double> busy;
+  for (const auto& s : profile.steps) busy.push_back(std::accumulate(s.transferMs.begin(), s.transferMs.end(), 0.0));
+  cal.transferMsPerStep = median(busy);
+  const double sourceLatencyMs = latencyMs(source);
+  cal.latencyMs = sourceLatencyMs;
+  if (auto fitted = benchLatencyMs(run)) {
+    cal.latencyFitted = true;
+    cal.latencyMs = *fitted;
+    cal.latencyScale = sourceLatencyMs > 0 ? *fitted / sourceLatencyMs : 1.0;
+  }
+  cal.msPerByte = std::max(1e-15, (cal.transferMsPerStep - cal.buckets * cal.latencyMs) / cal.bytesPerStep);
+  const double busSecondsPerByte = cal.msPerByte / 1000.0 / ringFactor(profile.ranks);
+  cal.busbwGbps = 1.0 / busSecondsPerByte / 1e9;
+  runLink(run, source, cal);
+  cal.hostSecondsPerByte = std::max(0.0, busSecondsPerByte - (cal.linkGbps ? 1.0 / (*cal.linkGbps * 1e9) : 0.0));
+}
+
+std::vector<std::string> runAssumptions(const Calibration& cal) {
+  return {
+      fmt::format("collective: {}", collectiveModel().source),
+      fmt::format("calibration: {} gradient bucket(s), {:.3g} MB per step, on the network {:.3f} ms per step "
+                  "(median): {:.3f} ms latency per allreduce ({}) + {:.3g} ms/MB, i.e. {:.3g} GB/s bus bandwidth",
+                  cal.buckets, cal.bytesPerStep / 1e6, cal.transferMsPerStep, cal.latencyMs,
+                  cal.latencyFitted ? "fitted to ddpbench's times at several sizes in the run directory"
+                                    : "the catalog's: no ddpbench result of several sizes in the run directory",
+                  cal.msPerByte * 1e6, cal.busbwGbps),
+      fmt::format("the run's link: {}", cal.linkSource),
+      "kept as measured: samples per rank per step (the batch per rank), the data phase (it runs on the host's CPU), "
+      "bucket sizes and the order in which they become ready during backward",
+      "the target's step = its replay + what the replay on the run's own shape missed (per step and rank; scaled down "
+      "with the communication when the target's is shorter), so a projection onto the run's own shape gives back its "
+      "measured step"};
+}
+
+void computeRatio(Projection& p, const std::string& runDevice, const ProjectOptions& options) {
+  const auto& t = p.target;
+  if (options.computeScale) {
+    p.computeScale = *options.computeScale;
+    p.computeWhy = fmt::format("x{:.3g}, given with --compute-scale", p.computeScale);
+  } else if (t.device == runDevice) {
+    p.computeWhy = fmt::format("x1: the same device ({})", t.device);
+  } else if (runDevice.rfind("NVIDIA ", 0) == 0 && t.device.rfind("NVIDIA ", 0) == 0) {
+    const auto& a = findGpu(runDevice, "run");
+    const auto& b = findGpu(t.device, "target");
+    const double ta = options.fp16 ? a.fp16Tflops : a.fp32Tflops, tb = options.fp16 ? b.fp16Tflops : b.fp32Tflops;
+    p.computeScale = ta / tb;
+    p.computeWhy = fmt::format(
+        "x{:.3g}: peak {} TFLOPS {} {:g} -> {} {:g} (datasheets; real models gain less than "
+        "the peak ratio)",
+        p.computeScale, options.fp16 ? "FP16 tensor" : "FP32", a.gpu, ta, b.gpu, tb);
+  } else {
+    p.computeWhy = fmt::format(
+        "x1, kept as measured: ddprof has no ratio between {} and {}; give --compute-scale "
+        "(target compute time / measured)",
+        runDevice, t.device);
+  }
+}
+
+// The target's communication against the run's: the slowest link its ring crosses, the run's
+// host cost per byte when the target is the same kind of device, the latency of its ring steps.
+// Returns the factor every measured transfer is scaled by; notes what it used.
+double communication(Projection& p, const Calibration& cal, const Shape& source, bool sameClass, std::string& notes) {
+  const auto& t = p.target;
+  const double efficiency = isGpu(t.device) ? collectiveModel().gpuLinkEfficiency : 1.0;
+  std::optional<double> linkBytesPerS;
+  std::vector<std::string> linkNotes;
+  for (const auto* link : {t.ranksPerHost > 1 && t.intra ? &*t.intra : nullptr, t.hosts > 1 ? &*t.inter : nullptr}) {
+    if (!link || !link->bytesPerS) continue;
+    const double effective = *link->bytesPerS * efficiency;
+    if (!linkBytesPerS || effective < *linkBytesPerS) {
+      linkBytesPerS = effective;
+      p.bottleneck = fmt::format("{} {}", link->kind, gbps(effective));
+    }
+    linkNotes.push_back(fmt::format("{} {}{} ({})", link->kind, gbps(*link->bytesPerS),
+                                    efficiency < 1 ? fmt::format(" x {:g} NCCL efficiency", efficiency) : "",
+                                    link->source));
+  }
+  const double hostSeconds = sameClass ? cal.hostSecondsPerByte : 0.0;
+  if (p.ranks > 1 && !linkBytesPerS && hostSeconds <= 0)
+    throw ConfigError(
+        fmt::format("target '{}': no link bandwidth to model its communication (give "
+                    "intra=KIND:BANDWIDTH)",
+                    t.text));
+  if (p.bottleneck.empty()) p.bottleneck = "the host (CPU ranks' own cost per byte)";
+  const double secondsPerBusByte = (linkBytesPerS ? 1.0 / *linkBytesPerS : 0.0) + hostSeconds;
+  p.busbwGbps = p.ranks > 1 ? 1.0 / secondsPerBusByte / 1e9 : 0;
+  const Shape shape{p.ranks, t.hosts, t.intra ? t.intra->kind : source.intraKind,
+                    t.inter ? t.inter->kind : source.interKind};
+  const double latency = (sameClass ? cal.latencyScale : 1.0) * latencyMs(shape);
+  notes = fmt::format(
+      "links {}{}; latency {:.3f} ms per allreduce{}",
+      linkNotes.empty() ? std::string("none modelled") : fmt::format("{}", fmt::join(linkNotes, ", ")),
+      hostSeconds > 0 ? fmt::format(" + the run's host cost {:.3g} ns per bus byte", hostSeconds * 1e9) : "", latency,
+      sameClass && cal.latencyFitted ? fmt::format(" (catalog x {:.3g}, fitted from the run)", cal.latencyScale) : "");
+  // The model's time on the target over its time on the run's shape (the measured median, by the
+  // calibration).
+  const double targetMs =
+      p.ranks < 2 ? 0.0 : cal.buckets * latency + cal.bytesPerStep * ringFactor(p.ranks) * secondsPerBusByte * 1000.0;
+  return targetMs / (cal.buckets * cal.latencyMs + cal.bytesPerStep * cal.msPerByte);
+}
+
+// Every step replayed on the target, anchored on what the replay on the run's own shape missed.
+void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<Replayed>& own, double scale) {
+  // What the replay missed is in its wait for the network; carried over, it shrinks with the
+  // communication when the target's is shorter (it is an error of the communication's model) and
+  // stays as it is when longer (a wait for a slower peer does not grow with the link).
+  const double carried = std::min(1.0, scale);
+  std::vector<double> steps, waits, comms;
+  for (size_t i = 0; i < profile.steps.size(); ++i) {
+    const auto& s = profile.steps[i];
+    std::vector<double> transfer(s.transferMs.size());
+    for (size_t b = 0; b < transfer.size(); ++b) transfer[b] = s.transferMs[b] * scale;
+    const auto there = replay(s, p.computeScale, transfer);
+    std::vector<double> step, wait;
+    for (size_t r = 0; r < s.ranks.size(); ++r) {
+      const double w = std::max(0.0, there.waitMs[r] + carried * (s.ranks[r].commWaitMs - own[i].waitMs[r]));
+      step.push_back(std::max(w, there.stepMs[r] + carried * (s.ranks[r].stepMs - own[i].stepMs[r])));
+      wait.push_back(w);
+    }
+    steps.push_back(mean(step));
+    waits.push_back(mean(wait));
+    comms.push_back(std::accumulate(transfer.begin(), transfer.end(), 0.0));
+  }
+  p.stepMs = median(steps);
+  p.exposedMs = mean(waits) / std::max(1e-9, mean(steps)) * p.stepMs;
+  p.computeMs = p.stepMs - p.exposedMs;
+  p.commMs = median(comms);
+}
+
+void rateAndCost(Projection& p, const ProjectionReport& run, const std::map<std::string, double>& prices,
+                 const std::optional<int64_t>& datasetSize) {
+  p.samplesPerStep = run.samplesPerStep / run.ranks * p.ranks;
+  p.samplesPerSecond = p.stepMs > 0 ? static_cast<double>(p.samplesPerStep) * 1000.0 / p.stepMs : 0;
+  p.efficiency = run.samplesPerSecond > 0 ? (p.samplesPerSecond / p.ranks) / (run.samplesPerSecond / run.ranks) : 0;
+  const double exposed = p.stepMs > 0 ? p.exposedMs / p.stepMs : 0;
+  p.dominant = exposed > 0.5
+                   ? fmt::format("exposed communication over {} ({:.0f} % of the step)", p.bottleneck, 100 * exposed)
+                   : fmt::format("compute ({:.0f} % of the step)", 100 * (1 - exposed));
+  if (auto it = prices.find(p.target.text); it != prices.end()) {
+    p.pricePerHour = it->second;
+    p.costPerHour = it->second * p.target.hosts;
+    if (p.samplesPerSecond > 0) p.costPerMillionSamples = *p.costPerHour / (p.samplesPerSecond * 3600) * 1e6;
+  }
+  if (datasetSize && p.samplesPerSecond > 0) {
+    p.epochHours = static_cast<double>(*datasetSize) / p.samplesPerSecond / 3600;
+    if (p.costPerHour) p.costPerEpoch = *p.epochHours * *p.costPerHour;
+  }
+}
+
+// The ranking (cheapest per sample when every target has a price, else fastest), and what
+// dominates each target.
+std::vector<std::string> verdictOf(const ProjectionReport& out) {
+  std::vector<std::string> v;
+  std::vector<const Projection*> ranked;
+  for (const auto& p : out.targets) ranked.push_back(&p);
+  const bool priced = !ranked.empty() && std::all_of(ranked.begin(), ranked.end(), [](const Projection* p) {
+    return p->costPerMillionSamples.has_value();
+  });
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const Projection* a, const Projection* b) {
+    return priced ? *a->costPerMillionSamples < *b->costPerMillionSamples : a->samplesPerSecond > b->samplesPerSecond;
+  });
+  if (!ranked.empty()) {
+    std::string order;
+    for (const auto* p : ranked) order += (order.empty() ? "" : ", then ") + p->target.text;
+    const bool anyPrice = std::any_of(ranked.begin(), ranked.end(),
+                                      [](const Projection* p) { return p->costPerMillionSamples.has_value(); });
+    v.push_back(priced     ? fmt::format("Cheapest per sample first: {}.", order)
+                : anyPrice ? fmt::format("Fastest first (not every target has a price): {}.", order)
+                           : fmt::format("Fastest first: {}.", order));
+  }
+  for (const auto* p : ranked) {
+    std::string cost =
+        p->costPerMillionSamples ? fmt::format(", {:.4g} per 1 M samples", *p->costPerMillionSamples) : "";
+    v.push_back(fmt::format(
+        "{}: {:.1f} samples/s ({:.2f}x the measured run) on {} ranks, step {:.2f} ms; dominated "
+        "by {}; per-rank efficiency {:.0f} %{}.",
+        p->target.text, p->samplesPerSecond, out.samplesPerSecond > 0 ? p->samplesPerSecond / out.samplesPerSecond : 0,
+        p->ranks, p->stepMs, p->dominant, 100 * p->efficiency, cost));
+    if (p->computeWhy.find("kept as measured") != std::string::npos)
+      v.push_back(fmt::format("{}: its compute is this run's {} compute, unscaled: {}", p->target.text, out.device,
+                              p->computeWhy));
+  }
+  return v;
+}
+
+}  // namespace
+
+ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
+  if (auto why = whyNotProjectable(run)) throw ConfigError(*why);
+  const auto profile = profileRun(run);
+  ProjectionReport out;
+  out.dir = run.dir;
+  out.ranks = profile.ranks;
+  out.steps = profile.steps.size();
+  out.device = runDevice(run);
+  out.samplesPerStep = profile.samplesPerStep;
+  out.datasetSize = options.datasetSize;
+  const Shape source = runShape(run, profile.ranks, out.device);
+  out.hosts = source.hosts;
+  const auto own = measure(profile, out);
+  calibrate(run, profile, source, out.calibration);
+  out.assumptions = runAssumptions(out.calibration);
+  const std::map<std::string, double> prices(options.prices.begin(), options.prices.end());
+  if (auto it = prices.find("run"); it != prices.end()) {
+    out.pricePerHour = it->second;
+    out.costPerHour = it->second * out.hosts;
+    if (out.samplesPerSecond > 0) out.costPerMillionSamples = *out.costPerHour / (out.samplesPerSecond * 3600) * 1e6;
+  }
+  for (const auto& text : options.targets) {
+    Projection p;
+    p.target = parseTarget(text, profile.ranks);
+    auto& t = p.target;
+    if (t.device.empty()) t.device = out.device, t.deviceWhere = "the run's own";
+    const std::string where = fmt::format("target '{}'", text);
+    if (t.intra) completeLink(*t.intra, "intra", t.device, where);
+    if (t.inter) completeLink(*t.inter, "inter", t.device, where);
+    p.ranks = t.hosts * t.ranksPerHost;
+    computeRatio(p, out.device, options);
+    std::string notes;
+    const double scale = communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device), notes);
+    replayOnTarget(p, profile, own, scale);
+    rateAndCost(p, out, prices, options.datasetSize);
+    out.assumptions.push_back(fmt::format("{}: {} host(s) x {} rank(s) on {} ({}); compute {}; {}", text, t.hosts,
+                                          t.ranksPerHost, t.device, t.deviceWhere, p.computeWhy, notes));
+    out.targets.push_back(std::move(p));
+  }
+  for (const auto& [name, price] : prices)
+    if (name != "run" && std::none_of(out.targets.begin(), out.targets.end(),
+                                      [&](const Projection& p) { return p.target.text == name; }))
+      throw ConfigError(fmt::format("--price {}={:g}: no target '{}' (give the target exactly as in --to, or run)",
+                                    name, price, name));
+  out.verdict = verdictOf(out);
+  return out;
+}
+
+}  // namespace ddp::profiler

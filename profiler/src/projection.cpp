@@ -219,6 +219,10 @@ double mean(const std::vector<double>& v) {
 
 // ---- the shapes' links and latency --------------------------------------------------------
 
+// How far a link's measured time per byte may be off (ddpbench's repeatability on this project's
+// simulated links: 2-5 % between runs, docs/projection.md).
+constexpr double kLinkNoise = 0.10;
+
 struct Shape {
   int ranks = 1, hosts = 1;
   std::string intraKind, interKind;
@@ -454,7 +458,11 @@ void calibrate(const RunData& run, const RunProfile& profile, const Shape& sourc
   const double busSecondsPerByte = cal.msPerByte / 1000.0 / ringFactor(profile.ranks);
   cal.busbwGbps = 1.0 / busSecondsPerByte / 1e9;
   runLink(run, source, cal);
-  cal.hostSecondsPerByte = std::max(0.0, busSecondsPerByte - (cal.linkGbps ? 1.0 / (*cal.linkGbps * 1e9) : 0.0));
+  // The host's cost is what the job's transfers took beyond the link, less the link's own noise
+  // (kLinkNoise of its time): on a slow link, a few percent of its time is more than a fast
+  // link's whole time per byte, and would be carried to it as a host cost.
+  cal.hostSecondsPerByte =
+      std::max(0.0, busSecondsPerByte - (cal.linkGbps ? (1 + kLinkNoise) / (*cal.linkGbps * 1e9) : 0.0));
 }
 
 std::vector<std::string> runAssumptions(const Calibration& cal) {

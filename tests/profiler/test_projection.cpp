@@ -177,13 +177,16 @@ TEST_CASE("projections onto slower links land near what was measured there, in t
 }
 
 TEST_CASE("one host projected onto two lands near the measured two-host run", "[projection]") {
+  // Within 25 %: the measured steps of one configuration vary by up to 22 % between rounds here
+  // (docs/projection.md); a model that missed the link between the hosts would be off by far more
+  // on the 50 Mbit/s link (its transfers are 95 % of the step there).
   for (const char* model : {"mlp", "cnn"}) {
     const auto one = loadRun(kRuns + fmt::format("{}-1host", model));
     for (const char* link : {"unlimited", "50mbit"}) {
       const auto two = loadRun(kRuns + fmt::format("{}-{}", model, link));
       const double projected = projectedStep(one, shapeOf(two)), measured = measuredStep(two);
       INFO(fmt::format("{} -> {}: projected {:.2f} ms, measured {:.2f} ms", one.dir, two.dir, projected, measured));
-      CHECK(std::abs(projected - measured) / measured <= 0.15);
+      CHECK(std::abs(projected - measured) / measured <= 0.25);
     }
   }
 }

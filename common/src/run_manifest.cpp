@@ -106,6 +106,7 @@ void readStart(const JsonFields& f, RunManifest& m) {
   m.command = f.strings("command");
   m.ddprunArgv = f.strings("ddprun_argv");
   m.mpirunArgv = f.strings("mpirun_argv");
+  m.launcher = f.optionalString("launcher").value_or("mpirun");
   m.np = static_cast<int>(f.integer("np", 1));
   if (f.has("hosts"))
     for (const auto& entry : f.array("hosts")) {
@@ -153,6 +154,7 @@ json toJson(const RunManifest& m) {
             {"command", m.command},
             {"ddprun_argv", m.ddprunArgv},
             {"mpirun_argv", m.mpirunArgv},
+            {"launcher", m.launcher},
             {"np", m.np},
             {"hosts", hosts},
             {"launch_host", m.launchHost},

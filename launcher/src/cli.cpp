@@ -65,7 +65,12 @@ void addLaunchOptions(CLI::App& app, Parsed& p) {
       ->allow_extra_args(false)
       ->take_all();
   app.add_option("--mpi-args", o.mpiArgs,
-                 "Extra mpirun arguments, split like a shell. Example: --mpi-args \"--mca btl self,tcp\"");
+                 "Extra arguments for mpirun (or srun with --launcher srun), split like a shell. Example: --mpi-args "
+                 "\"--mca btl self,tcp\"");
+  app.add_option("--launcher", o.launcher,
+                 "What starts the ranks: mpirun (default), or srun inside a Slurm allocation (salloc, sbatch). "
+                 "Example: salloc -N2 -n8 ddprun --launcher srun ./train")
+      ->capture_default_str();
   app.add_flag("--oversubscribe", o.oversubscribe, "Allow more ranks than slots on the hosts given");
   app.add_option(
       "--output", o.output,

@@ -142,6 +142,7 @@ RunManifest startManifest(const LaunchPlan& plan, const JobSettings& s, const st
   m.command = plan.program;
   m.ddprunArgv = s.command;
   m.mpirunArgv = plan.argv;
+  m.launcher = plan.launcher;
   m.np = plan.np;
   for (const auto& h : plan.hosts) m.hosts.push_back({h.host, h.slots});
   m.launchHost = localHost;

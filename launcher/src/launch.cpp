@@ -65,7 +65,16 @@ PlanContext gatherContext(LaunchOptions& o) {
   try {
     ctx.mpirun = resolveExecutable("mpirun", ctx.environment);
   } catch (const ConfigError&) {
-    throw ConfigError("mpirun not found on PATH: install Open MPI (apt-get install openmpi-bin)");
+    if (o.launcher != "srun")
+      throw ConfigError("mpirun not found on PATH: install Open MPI (apt-get install openmpi-bin)");
+  }
+  if (o.launcher == "srun") {
+    try {
+      ctx.srun = resolveExecutable("srun", ctx.environment);
+    } catch (const ConfigError&) {
+      throw ConfigError(
+          "--launcher srun: srun not found on PATH: install Slurm's client (apt-get install slurm-client)");
+    }
   }
   ctx.worker = fs::read_symlink("/proc/self/exe").string();
   ctx.pythonDir = pythonPackage(ctx.worker);

@@ -93,6 +93,13 @@ void checkOptions(const LaunchOptions& o) {
   log::parseLevel(o.logLevel, "--log-level");
   if (o.sampleMs != 0 && (o.sampleMs < 50 || o.sampleMs > 60000))
     throw ConfigError(fmt::format("--sample-ms {}: 0 (no sampling) or 50 to 60000 milliseconds", o.sampleMs));
+  if (o.launcher != "mpirun" && o.launcher != "srun")
+    throw ConfigError(fmt::format("--launcher {}: mpirun or srun", o.launcher));
+  if (o.launcher == "srun" && (!o.hostList.empty() || !o.hostfile.empty()))
+    throw ConfigError(
+        fmt::format("--launcher srun places the ranks on the Slurm allocation's nodes: drop {}, or use "
+                    "--launcher mpirun",
+                    !o.hostList.empty() ? "-H" : "--hostfile"));
 }
 
 // Hosts and slots (-H, else --hostfile, else the Slurm allocation, else this host) and the ranks
@@ -105,6 +112,11 @@ bool placeRanks(const LaunchOptions& o, const PlanContext& ctx, LaunchPlan& plan
     if (plan.hosts.empty()) throw ConfigError(fmt::format("hostfile {} names no host", o.hostfile));
   } else if (auto slurm = slurmAllocation(ctx.environment)) {
     plan.hosts = *slurm;
+  } else if (o.launcher == "srun") {
+    throw ConfigError(fmt::format(
+        "--launcher srun starts the ranks in a Slurm allocation, and there is none here ({} is {}): run "
+        "it under salloc or sbatch, e.g. salloc -N2 -n4 ddprun --launcher srun PROGRAM",
+        ddp::env::kSlurmJobId, ctx.environment.has(ddp::env::kSlurmJobId) ? "set but no node list" : "not set"));
   } else {
     plan.hosts = {{ctx.localHost, std::max(1, ctx.localSlots)}};
     plan.localOnly = true;
@@ -243,6 +255,21 @@ std::vector<std::string> mpirunArgv(const LaunchOptions& o, const PlanContext& c
   return a;
 }
 
+// Inside a Slurm allocation, srun starts the workers as one job step: Slurm's PMIx for MPI_Init
+// (Debian's Open MPI has no other Slurm PMI), no CPU binding (as mpirun's --bind-to none), and
+// the rank environment inherited from srun's own (--export=ALL). ddprun stops the ranks itself,
+// so srun is not told to kill the step on a bad exit.
+std::vector<std::string> srunArgv(const LaunchOptions& o, const PlanContext& ctx, const LaunchPlan& plan,
+                                  bool oversubscribe) {
+  std::vector<std::string> a = {ctx.srun,          "--mpi=pmix",           "--ntasks=" + std::to_string(plan.np),
+                                "--cpu-bind=none", "--kill-on-bad-exit=0", "--export=ALL"};
+  if (oversubscribe) a.push_back("--overcommit");
+  for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
+  a.insert(a.end(), {ctx.worker, "worker", "--"});
+  a.insert(a.end(), o.program.begin(), o.program.end());
+  return a;
+}
+
 }  // namespace
 
 LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
@@ -265,7 +292,8 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
     plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRootConfirm)] = "1";
   }
   plan.program = o.program;
-  plan.argv = mpirunArgv(o, ctx, plan, oversubscribe);
+  plan.launcher = o.launcher;
+  plan.argv = o.launcher == "srun" ? srunArgv(o, ctx, plan, oversubscribe) : mpirunArgv(o, ctx, plan, oversubscribe);
   return plan;
 }
 

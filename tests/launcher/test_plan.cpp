@@ -195,3 +195,34 @@ TEST_CASE("the control connection and the worker settings travel in the rank env
   bad.graceSeconds = -1;
   CHECK_THROWS_WITH(makeLaunchPlan(bad, ctx), Catch::Contains("--grace"));
 }
+
+TEST_CASE("srun as the launcher: one job step in the allocation, or what it needs", "[launcher][plan]") {
+  auto o = options();
+  o.launcher = "srun";
+  auto inside = context({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "n[1-2]"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}});
+  inside.srun = "/usr/bin/srun";
+  const auto plan = makeLaunchPlan(o, inside);
+  CHECK(plan.launcher == "srun");
+  CHECK(plan.np == 4);
+  CHECK(plan.masterAddr == "n1");
+  CHECK(plan.argv == std::vector<std::string>{"/usr/bin/srun", "--mpi=pmix", "--ntasks=4", "--cpu-bind=none",
+                                              "--kill-on-bad-exit=0", "--export=ALL", "/usr/bin/ddprun", "worker", "--",
+                                              "./train", "--steps", "5"});
+  o.np = 2;
+  CHECK(contains(makeLaunchPlan(o, inside).argv, {"--ntasks=2"}));
+  o.np = 6;
+  CHECK_THROWS_WITH(makeLaunchPlan(o, inside), Catch::StartsWith("-np 6 but the hosts have 4 slots (n1:2,n2:2)"));
+  o.np.reset();
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context({{"SLURM_JOB_ID", "7"}})),
+                    Catch::Contains("--launcher srun starts the ranks in a Slurm allocation, and there is none here "
+                                    "(SLURM_JOB_ID is set but no node list)"));
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context()), Catch::Contains("(SLURM_JOB_ID is not set): run it under salloc"));
+  o.hostList = "a:2";
+  CHECK_THROWS_WITH(makeLaunchPlan(o, inside), Catch::StartsWith("--launcher srun places the ranks on the Slurm "
+                                                                 "allocation's nodes: drop -H"));
+  o.hostList.clear();
+  o.launcher = "pbs";
+  CHECK_THROWS_WITH(makeLaunchPlan(o, inside), Catch::Equals("--launcher pbs: mpirun or srun"));
+  o.launcher = "mpirun";
+  CHECK(makeLaunchPlan(o, inside).argv.front() == "mpirun");
+}

@@ -45,6 +45,7 @@ inline constexpr std::string_view kOmpiAllowRoot = "OMPI_ALLOW_RUN_AS_ROOT";
 inline constexpr std::string_view kOmpiAllowRootConfirm = "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM";
 inline constexpr std::string_view kOmpiAllowExitWithoutSync = "OMPI_MCA_orte_allowed_exit_without_sync";
 // Slurm (an allocation, and a task of a job step)
+inline constexpr std::string_view kSlurmJobId = "SLURM_JOB_ID";
 inline constexpr std::string_view kSlurmJobNodelist = "SLURM_JOB_NODELIST";
 inline constexpr std::string_view kSlurmNodelist = "SLURM_NODELIST";
 inline constexpr std::string_view kSlurmProcId = "SLURM_PROCID";

@@ -57,8 +57,9 @@ struct Versions {
 struct RunManifest {
   // What the run is (the first write).
   std::string ddprunVersion;
-  std::vector<std::string> command;  // the program and its arguments
-  std::vector<std::string> ddprunArgv, mpirunArgv;
+  std::vector<std::string> command;                 // the program and its arguments
+  std::vector<std::string> ddprunArgv, mpirunArgv;  // mpirunArgv: what started the ranks (mpirun or srun)
+  std::string launcher = "mpirun";                  // "mpirun" or "srun" (ddprun --launcher)
   int np = 0;
   std::vector<ManifestHost> hosts;
   std::string launchHost, masterAddr;

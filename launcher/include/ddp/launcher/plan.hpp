@@ -26,6 +26,7 @@ struct LaunchOptions {
   std::string ncclSubsys;            // --nccl-subsys LIST
   std::vector<std::string> exports;  // -x VAR[=VALUE]
   std::string mpiArgs;               // --mpi-args "...", split like a shell would (quotes)
+  std::string launcher = "mpirun";   // --launcher mpirun | srun (inside a Slurm allocation)
   bool oversubscribe = false;        // --oversubscribe
   std::string output = "tag";        // --output tag | rank:N | quiet
   double graceSeconds = 5;           // --grace: SIGTERM to SIGKILL when stopping ranks
@@ -44,6 +45,7 @@ struct PlanContext {
   std::string timestamp;  // for the default run directory, e.g. 20261129-224501
   int masterPort = 0;     // a free port chosen for the run
   std::string mpirun = "mpirun";
+  std::string srun = "srun";
   std::string worker;        // the ddprun binary that each rank runs as "worker"
   std::string hostfileText;  // contents of options.hostfile
   int controlPort = 0;       // ddprun's control listener; 0: none (--dry-run)
@@ -54,6 +56,7 @@ struct PlanContext {
 
 struct LaunchPlan {
   int np = 0;
+  std::string launcher = "mpirun";  // what argv starts: mpirun, or srun inside a Slurm allocation
   std::vector<HostSlots> hosts;
   bool localOnly = false;  // no host was given: everything runs here
   std::string runDir;      // absolute
@@ -62,7 +65,7 @@ struct LaunchPlan {
   std::map<std::string, std::string> rankEnv;    // set for mpirun and exported (-x) to every rank
   std::map<std::string, std::string> mpirunEnv;  // for mpirun itself (allow-run-as-root)
   std::vector<std::string> program;              // PROGRAM ARGS...
-  std::vector<std::string> argv;                 // mpirun ... ddprun worker -- PROGRAM ARGS
+  std::vector<std::string> argv;                 // mpirun (or srun) ... ddprun worker -- PROGRAM ARGS
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // what ddprun chose for the user, said once (info)
 };

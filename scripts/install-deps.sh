@@ -13,6 +13,8 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev catch2
   # the peer to measure against, and simulated hosts
   python3-torch iproute2 procps
+  # a real 2-node Slurm cluster on this machine (scripts/slurm-local)
+  slurm-wlm munge
   # the HTML report opened in a headless browser (tests), the fuzz targets (clang, libFuzzer),
   # the format check (clang-format) and the function-length check (universal-ctags)
   chromium fonts-dejavu-core clang libclang-rt-14-dev clang-format universal-ctags
@@ -38,5 +40,5 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt-get install -y -qq -o DPkg::Lock::Timeout=600 --no-install-recommends "${missing[@]}"
 echo "install-deps: done"

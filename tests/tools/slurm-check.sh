@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# slurm-check.sh: ddprun inside a real 2-node Slurm cluster (scripts/slurm-local: nodes n1, n2).
+# DDPRUN and TRAIN in the environment.
+#   - salloc -N2 -n4 ddprun --profile train (mpirun) and --launcher srun: trains (bitwise check),
+#     ranks 0-1 on n1 and 2-3 on n2 by their exit records, the rank environment from the MPI job
+#     (not from mpirun's helper step), a report;
+#   - an sbatch script that calls ddprun;
+#   - a rank that fails under either launcher: named the culprit, exit code kept, no process left;
+#   - SIGINT and SIGTERM to ddprun mid-run, 10 times each per launcher: exit 130/143, no process
+#     of the job left on either node, no job step left in Slurm;
+#   - --launcher srun outside an allocation: one line, exit 2; `slurm-local down` leaves no daemon.
+# Exits 77 (skipped, with the reason) where the cluster cannot start: not root, or no slurm-wlm.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cluster=$here/scripts/slurm-local
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: the Slurm cluster needs root (munged, slurmctld, slurmd)"; exit 77; }
+command -v slurmctld >/dev/null || { echo "SKIP: slurm-wlm is not installed (scripts/install-deps.sh installs it)"; exit 77; }
+work=$(mktemp -d)
+trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+"$cluster" up >"$work/up.txt" 2>&1 || { cat "$work/up.txt"; echo "SKIP: scripts/slurm-local up failed here"; exit 77; }
+eval "$("$cluster" env)"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+field() { /usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k] for k in sys.argv[2:]]; print(v)' "$@"; }
+left() { pgrep -f "$1" | grep -v "^$$\$" || true; }  # processes whose command line has $1
+
+# The ranks of a 2 x 2 run directory: where each ran, and that all succeeded.
+placed() {
+  for r in 0 1 2 3; do
+    [[ $(field "$1/ranks/rank-0000$r.exit.json" host) == n$((r / 2 + 1)) ]] || fail "$1: rank $r not on n$((r / 2 + 1))"
+  done
+}
+
+for launcher in mpirun srun; do
+  salloc -N2 -n4 "$DDPRUN" --launcher $launcher --profile --output rank:0 --run-dir "$work/train-$launcher" \
+    "$TRAIN" --steps 12 --verify >"train-$launcher.txt" 2>&1 || { cat "train-$launcher.txt"; fail "$launcher: train failed"; }
+  grep -q "verify: parameters bitwise identical on 4 ranks" "train-$launcher.txt" || fail "$launcher: the ranks disagree"
+  placed "$work/train-$launcher"
+  [[ $(field "$work/train-$launcher/run.json" launcher) == "$launcher" ]] || fail "$launcher: run.json's launcher"
+  [ -s "$work/train-$launcher/report.txt" ] || fail "$launcher: no report"
+  # The rank contract on both nodes: the MPI job's ranks, not mpirun's one-task-per-node helper step.
+  salloc -N2 -n4 "$DDPRUN" --launcher $launcher --run-dir "$work/env-$launcher" -- sh -c \
+    'echo "contract $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK $GROUP_WORLD_SIZE $MASTER_ADDR $(hostname)"' \
+    >"env-$launcher.txt" 2>&1
+  got=$(grep -o "contract .*" "env-$launcher.txt" | sort | tr '\n' ';')
+  want="contract 0 4 0 2 0 2 n1 n1;contract 1 4 1 2 0 2 n1 n1;contract 2 4 0 2 1 2 n1 n2;contract 3 4 1 2 1 2 n1 n2;"
+  [ "$got" = "$want" ] || fail "$launcher: rank environment: $got"
+  echo "$launcher: trained on n1 and n2, rank environment right"
+
+  set +e
+  salloc -N2 -n4 "$DDPRUN" --launcher $launcher --output quiet --run-dir "$work/fault-$launcher" \
+    "$TRAIN" --backend gloo --steps 50 --fault 3:4:exit:7 >"fault-$launcher.txt" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 7 ] || { cat "fault-$launcher.txt"; fail "$launcher: a rank exiting 7 gave exit $rc"; }
+  grep -q "rank 3 on n2 (pid [0-9]*) failed first: exit code 7" "fault-$launcher.txt" || fail "$launcher: culprit not named"
+  grep -q "rank(s) 0-2 were stopped because of it (collateral" "fault-$launcher.txt" || fail "$launcher: collateral"
+  sleep 0.5
+  [ -z "$(left "$work/fault-$launcher")" ] || fail "$launcher: processes left after the failure"
+  echo "$launcher: rank 3's failure named, exit 7, nothing left"
+done
+
+# sbatch: a batch script (on n1) that calls ddprun across the allocation.
+cat >job.sh <<EOF
+#!/bin/bash
+#SBATCH -N2 --ntasks-per-node=2 -o $work/sbatch.out
+"$DDPRUN" --output rank:0 --run-dir "$work/sbatch" "$TRAIN" --steps 6 --verify
+EOF
+sbatch --wait job.sh >/dev/null || { cat sbatch.out; fail "sbatch job failed"; }
+placed "$work/sbatch"
+[[ $(field "$work/sbatch/run.json" status) == succeeded ]] || fail "sbatch: run.json status"
+echo "sbatch: ddprun ran across n1 and n2"
+
+# Ctrl-C and SIGTERM mid-run: the job stops everywhere.
+for launcher in mpirun srun; do
+  for sig in INT TERM; do
+    for try in $(seq 1 10); do
+      marker="$work/sig-$launcher-$sig-$try"
+      salloc -N2 -n4 "$DDPRUN" --launcher $launcher --output quiet --run-dir "$marker" -- sh -c 'exec sleep 31.5' \
+        >"$marker.txt" 2>&1 &
+      salloc_pid=$!
+      for _ in $(seq 1 100); do [ "$(left "^sleep 31.5\$" | wc -l)" -ge 4 ] && break; sleep 0.05; done
+      ddprun_pid=$(pgrep -P $salloc_pid -f -- "--run-dir $marker" || true)  # salloc's child, not salloc
+      [ -n "$ddprun_pid" ] || fail "$launcher SIG$sig try $try: ddprun not found"
+      kill -$sig "$ddprun_pid"
+      set +e
+      wait $salloc_pid
+      rc=$?
+      set -e
+      want=$([ $sig = INT ] && echo 130 || echo 143)
+      [ $rc -eq "$want" ] || { cat "$marker.txt"; fail "$launcher SIG$sig try $try: exit $rc, not $want"; }
+      for _ in $(seq 1 40); do [ -z "$(left "^sleep 31.5\$")" ] && break; sleep 0.05; done
+      [ -z "$(left "^sleep 31.5\$")" ] || fail "$launcher SIG$sig try $try: ranks left: $(left "^sleep 31.5\$")"
+      for _ in $(seq 1 40); do [ -z "$(squeue -h)" ] && break; sleep 0.05; done
+      [ -z "$(squeue -h)" ] || fail "$launcher SIG$sig try $try: Slurm still has the job: $(squeue -h)"
+    done
+    echo "$launcher: SIG$sig x10: exit $want, no rank left on n1 or n2"
+  done
+done
+
+out=$("$DDPRUN" --launcher srun -np 2 /bin/true 2>&1) && fail "--launcher srun outside an allocation succeeded"
+[[ $out == *"--launcher srun starts the ranks in a Slurm allocation, and there is none here"* ]] || fail "outside: $out"
+
+"$cluster" down
+# A zombie is gone (PID 1 reaps late here); anything else is a daemon left running.
+daemons=$(ps -eo stat=,comm= | awk '$1 !~ /^Z/ && $2 ~ /^(munged|slurmctld|slurmd)$/ {print $2}')
+[ -z "$daemons" ] || fail "still running after down: $daemons"
+echo ok

@@ -20,6 +20,7 @@ import functools
 import gc
 import sys
 import threading
+import time
 import weakref
 from time import perf_counter
 
@@ -44,6 +45,7 @@ class Instrumentation:
         self.in_optimizer = False
         self.loaders = {}  # id -> facts
         self.hooked = []  # weak references to the DDP models that carry our hook
+        self.in_flight = 0  # the hook's futures whose callback has not run yet
 
     # --- switches -------------------------------------------------------------------------
     def fail(self, where, error):
@@ -211,16 +213,27 @@ class Instrumentation:
     def timed_hook(self, model):
         meta = model._ddprun
 
+        def unwrapped(future):
+            with _lock:
+                self.in_flight += 1
+
+            def value(f):
+                with _lock:
+                    self.in_flight -= 1
+                return f.value()[0]
+
+            return future.then(value)
+
         def hook(_state, bucket):
             state, inner = meta["inner"]
             unwrap = getattr(inner, "returns_list", False)
             if not self.state.enabled:
                 future = inner(state, bucket)
-                return future.then(lambda f: f.value()[0]) if unwrap else future
+                return unwrapped(future) if unwrap else future
             start = self.steps.mark() if self.trained or self.state.api_active else None
             future = inner(state, bucket)
             if start is None:
-                return future.then(lambda f: f.value()[0]) if unwrap else future
+                return unwrapped(future) if unwrap else future
             buffer = bucket_buffer(bucket)
             entry = [bucket.index(), buffer.numel() * buffer.element_size(), start, None]
             with _lock:
@@ -234,8 +247,12 @@ class Instrumentation:
 
             def done(f):
                 entry[3] = self.steps.mark()
+                with _lock:
+                    self.in_flight -= 1
                 return f.value()[0] if unwrap else f.value()
 
+            with _lock:
+                self.in_flight += 1
             return future.then(done)
 
         return hook
@@ -460,7 +477,16 @@ class Instrumentation:
     def release(self):
         """Lets go of the reducers that hold our hook while the interpreter is whole: a reducer
         left to interpreter finalization (a DDP model in a global) would drop a Python hook without
-        the GIL and abort the process ("terminate called without an active exception")."""
+        the GIL and abort the process ("terminate called without an active exception").
+        First the hook's callbacks still to run on the process group's threads are let through
+        (the GIL released while waiting): a reducer destroyed here can take its process group
+        with it, whose destructor joins those threads while this one holds the GIL, and a
+        thread waiting for the GIL to run a callback would never be joined."""
+        deadline = time.monotonic() + 2.0
+        while self.hooked and self.in_flight > 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if self.hooked:
+            time.sleep(0.05)  # a callback that has just returned still lets go of its objects
         for ref in self.hooked:
             model = ref()
             if model is None:

@@ -63,6 +63,7 @@ json endJson(const RunManifest& m) {
           {"duration_s", static_cast<double>(*m.endUnixUs - m.startUnixUs) / 1e6},
           {"exit_code", orNull(m.exitCode)},
           {"culprit", orNull(m.culprit)},
+          {"lost_host", m.lostHost ? json(*m.lostHost) : json(nullptr)},
           {"reason", orNull(m.reason)},
           {"mpirun_exit", orNull(m.mpirunExit)},
           {"hang", hang},
@@ -74,6 +75,7 @@ void readEnd(const JsonFields& f, RunManifest& m) {
   m.endUnixUs = f.optionalInteger("end_unix_us", 0);
   m.exitCode = optionalAs<int>(f, "exit_code");
   m.culprit = optionalAs<int>(f, "culprit");
+  m.lostHost = f.optionalString("lost_host");
   m.reason = f.optionalString("reason");
   m.mpirunExit = f.optionalString("mpirun_exit");
   if (f.has("hang")) {

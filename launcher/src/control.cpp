@@ -49,6 +49,7 @@ struct WorkerFormatter {
   std::string operator()(const Started& m) const { return fmt::format("started {}", m.pid); }
   std::string operator()(const Beat& m) const { return "beat " + formatStepProgress(m.progress); }
   std::string operator()(const StacksDone&) const { return "stacks-done"; }
+  std::string operator()(const Alive&) const { return "alive"; }
   std::string operator()(const Exit& m) const { return "exit " + jsonText(toJson(m.record)); }
 };
 
@@ -56,6 +57,7 @@ struct LauncherFormatter {
   std::string operator()(const Start& m) const { return fmt::format("start {} {}", m.nodeRank, m.nodes); }
   std::string operator()(const Terminate&) const { return "terminate"; }
   std::string operator()(const Stacks&) const { return "stacks"; }
+  std::string operator()(const Ping&) const { return "ping"; }
 };
 
 std::optional<WorkerMessage> parseHello(std::string_view line) {
@@ -84,6 +86,7 @@ std::string format(const LauncherMessage& message) { return std::visit(LauncherF
 
 std::optional<WorkerMessage> parseWorkerMessage(std::string_view line) {
   if (line == "stacks-done") return StacksDone{};
+  if (line == "alive") return Alive{};
   if (auto rest = after(line, "started")) {
     if (auto pid = number<int64_t>(*rest, 1)) return Started{*pid};
     return std::nullopt;
@@ -99,6 +102,7 @@ std::optional<WorkerMessage> parseWorkerMessage(std::string_view line) {
 std::optional<LauncherMessage> parseLauncherMessage(std::string_view line) {
   if (line == "terminate") return Terminate{};
   if (line == "stacks") return Stacks{};
+  if (line == "ping") return Ping{};
   auto w = words(line, 3);
   if (!w || (*w)[0] != "start") return std::nullopt;
   auto nodeRank = number<int>((*w)[1], 0);

@@ -57,6 +57,8 @@ struct Peer {
   std::string host;
   StepProgress at;  // the heartbeat: the step under way (or just done) and its phase
   bool stacksDone = false;
+  std::optional<int64_t> droppedUs;        // the connection closed without an exit record (the worker or its host gone)
+  Clock::time_point heard = Clock::now();  // the last line from it
 
   void send(const control::LauncherMessage& message) const {
     if (fd >= 0) io::writeAll(fd, control::format(message) + "\n");
@@ -91,6 +93,7 @@ class Job {
   void onSignal(int sig);
   void acceptPeers();
   void readPeer(Peer& peer);
+  void watchLinks(Clock::time_point now);
   void onLine(Peer& peer, const std::string& line);
   void onHello(Peer& peer, const control::Hello& hello, const std::string& line);
   void onExit(Peer& peer, const RankExitRecord& record);
@@ -124,7 +127,7 @@ class Job {
   bool tearingDown_ = false, mpirunTermSent_ = false, killSent_ = false;
   std::string teardownReason_;
   std::optional<int> interruptedBy_;
-  Clock::time_point start_, teardownAt_, startedAt_, lastProgress_;
+  Clock::time_point start_, teardownAt_, startedAt_, lastProgress_, nextPing_{};
   bool anyBeat_ = false;
   std::vector<int> hung_;  // the stalled ranks of a hang
   std::optional<Clock::time_point> stacksUntil_;
@@ -226,6 +229,7 @@ JobOutcome Job::run() {
       continue;
     }
     checkStart(now);
+    watchLinks(now);
     watchdog(now);
     if (progress_ && !tearingDown_) progress_->tick(seconds(now - start_));
     escalateTeardown(now);
@@ -278,6 +282,7 @@ void Job::readPeer(Peer& p) {
   char buf[65536];
   const ssize_t n = ::recv(p.fd, buf, sizeof buf, 0);
   if (n > 0) {
+    p.heard = Clock::now();
     p.in.append(buf, static_cast<size_t>(n));
     while (p.fd >= 0) {
       auto line = p.in.next();
@@ -287,6 +292,13 @@ void Job::readPeer(Peer& p) {
   } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
     ::close(p.fd);
     p.fd = -1;
+    if (p.hello && !records_.count(p.rank)) {
+      // Its worker is gone without a word: killed, or its whole host died or dropped off.
+      p.droppedUs = unixMicros();
+      if (!tearingDown_)
+        beginTeardown(fmt::format("rank {} on {}: its worker's connection to ddprun closed without an exit record",
+                                  p.rank, p.host));
+    }
   }
 }
 
@@ -348,15 +360,61 @@ void Job::onExit(Peer& peer, const RankExitRecord& record) {
     beginTeardown(fmt::format("rank {} failed: {}", record.rank, record.exitStatus().describe()));
 }
 
+// Pings every worker each second, and takes a host none of whose running workers it has heard
+// from for kLinkSilenceSeconds as lost — while it hears from another host (ddprun was not frozen
+// itself): its link is down, and no RST will come.
+void Job::watchLinks(Clock::time_point now) {
+  if (now < nextPing_) return;
+  nextPing_ =
+      now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(control::kKeepaliveSeconds));
+  std::map<std::string, std::vector<Peer*>> byHost;
+  for (auto& p : peers_) {
+    if (!p.hello || p.fd < 0 || records_.count(p.rank)) continue;
+    p.send(control::Ping{});
+    byHost[p.host].push_back(&p);
+  }
+  if (byHost.size() < 2) return;
+  auto silent = [&](const Peer* p) { return seconds(now - p->heard) >= control::kLinkSilenceSeconds; };
+  for (auto& [host, peers] : byHost) {
+    if (!std::all_of(peers.begin(), peers.end(), silent)) continue;
+    const bool othersHeard = std::any_of(byHost.begin(), byHost.end(), [&](const auto& other) {
+      return other.first != host && !std::all_of(other.second.begin(), other.second.end(), silent);
+    });
+    if (!othersHeard) continue;
+    std::vector<int> ranks;
+    for (auto* p : peers) {
+      ranks.push_back(p->rank);
+      p->droppedUs = unixMicros() - static_cast<int64_t>(seconds(now - p->heard) * 1e6);
+      ::close(p->fd);
+      p->fd = -1;
+    }
+    beginTeardown(fmt::format("host {}: no word from rank(s) {} for {:.0f} s (its link to {} is down?)", host,
+                              rankList(ranks), control::kLinkSilenceSeconds, localHost_));
+  }
+}
+
 void Job::checkStart(Clock::time_point now) {
   if (ranksStarted_ || tearingDown_ || now - start_ <= std::chrono::duration<double>(s_.startTimeoutSeconds)) return;
   std::vector<int> missing;
   for (int r = 0; r < plan_.np; ++r)
     if (!byRank_.count(r)) missing.push_back(r);
-  beginTeardown(
-      fmt::format("rank(s) {} did not reach ddprun within {:.0f} s (hosts unreachable, or the "
-                  "worker could not connect back to {}?)",
-                  rankList(missing), s_.startTimeoutSeconds, localHost_));
+  // Where they were to run: the hosts' slots in order (mpirun's and srun's default placement). A
+  // host none of whose ranks arrived never came up.
+  std::vector<std::string> silentHosts;
+  int first = 0;
+  for (const auto& h : plan_.hosts) {
+    const int last = std::min(plan_.np, first + h.slots);
+    bool none = first < last;
+    for (int r = first; r < last; ++r) none = none && !byRank_.count(r);
+    if (none) silentHosts.push_back(fmt::format("{} (ranks {}-{})", h.host, first, last - 1));
+    first = last;
+  }
+  beginTeardown(fmt::format(
+      "rank(s) {} did not reach ddprun within {:.0f} s{} (hosts unreachable, or the worker "
+      "could not connect back to {}?)",
+      rankList(missing), s_.startTimeoutSeconds,
+      silentHosts.empty() ? "" : fmt::format("; no rank of host(s) {} came up", fmt::join(silentHosts, ", ")),
+      localHost_));
 }
 
 void Job::beginTeardown(const std::string& reason) {
@@ -506,11 +564,21 @@ void Job::reportVerdict(const Verdict& v) {
     logger()->warn("stopped by {}: rank(s) {} were stopped", signalName(*interruptedBy_),
                    v.collateral.empty() ? "none" : rankList(v.collateral));
   }
-  if (!v.lost.empty())
+  if (v.lostHost) {
+    std::vector<int> others;
+    for (int r : v.collateral) others.push_back(r);
+    logger()->error(
+        "host {} was lost: ranks {} there stopped answering ddprun together, without an exit record (the "
+        "host died, or its link to {} went down)",
+        *v.lostHost, rankList(v.lostHostRanks), localHost_);
+    if (!others.empty())
+      logger()->error("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(others));
+  } else if (!v.lost.empty())
     logger()->error(
         "rank(s) {} left no exit record: never started, or the worker was killed{}", rankList(v.lost),
         mpirunStatus_ && mpirunStatus_->failed() ? fmt::format(" (mpirun: {})", mpirunStatus_->describe()) : "");
-  if (!teardownReason_.empty() && !v.culprit && !interruptedBy_ && !v.hang) logger()->error("{}", teardownReason_);
+  if (!teardownReason_.empty() && !v.culprit && !v.lostHost && !interruptedBy_ && !v.hang)
+    logger()->error("{}", teardownReason_);
 }
 
 void Job::profile() {
@@ -525,13 +593,14 @@ void Job::profile() {
 
 JobOutcome Job::finish() {
   if (progress_) progress_->clear();  // the report and the verdict follow
-  VerdictInput input{plan_.np, records_, {}, hung_, interruptedBy_, mpirunStatus_};
+  VerdictInput input{plan_.np, records_, {}, hung_, interruptedBy_, mpirunStatus_, {}};
   for (const auto& [r, p] : byRank_) {
     RankExitRecord known;
     known.host = p->host;
     known.workerPid = p->workerPid;
     known.programPid = p->programPid;
     input.known[r] = known;
+    if (p->droppedUs) input.dropped[r] = *p->droppedUs;
   }
   const Verdict v = judgeRanks(input);
   for (const auto& [r, rec] : v.records) {
@@ -547,6 +616,7 @@ JobOutcome Job::finish() {
   manifest_.endUnixUs = unixMicros();
   manifest_.exitCode = v.exitCode;
   manifest_.culprit = v.culprit;
+  manifest_.lostHost = v.lostHost;
   if (!teardownReason_.empty()) manifest_.reason = teardownReason_;
   if (mpirunStatus_) manifest_.mpirunExit = mpirunStatus_->describe();
   if (versions_.valid() && versions_.wait_for(std::chrono::seconds(10)) == std::future_status::ready)

@@ -287,6 +287,13 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   // A rank whose program called MPI_Init and then died is ddprun's to report and tear down: without
   // this, mpirun aborts the job itself ("exiting improperly"), racing the orderly teardown.
   plan.mpirunEnv[std::string(ddp::env::kOmpiAllowExitWithoutSync)] = "1";
+  // mpirun's daemons notice a dead link to mpirun in 16-26 s instead of Open MPI's 8 minutes (TCP
+  // keepalive on their lifeline), so none is left on a host cut off: ddprun has named the host
+  // by then (control::kLinkSilenceSeconds) and its workers have stopped their programs.
+  for (const auto& [name, value] : {std::pair<const char*, const char*>{"OMPI_MCA_oob_tcp_keepalive_time", "10"},
+                                    {"OMPI_MCA_oob_tcp_keepalive_intvl", "4"},
+                                    {"OMPI_MCA_oob_tcp_keepalive_probes", "4"}})
+    if (!ctx.environment.has(name)) plan.mpirunEnv[name] = value;
   if (ctx.root) {
     plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRoot)] = "1";
     plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRootConfirm)] = "1";

@@ -31,10 +31,46 @@ void chooseExit(const VerdictInput& in, Verdict& v) {
   } else if (v.culprit) {
     v.exitCode = v.records.at(*v.culprit).exitStatus().shellCode();
     v.status = RunStatus::kFailed;
+  } else if (v.lostHost) {
+    v.exitCode = 1;
+    v.status = RunStatus::kFailed;
   } else if (!v.lost.empty() || (in.mpirun && in.mpirun->failed())) {
     v.exitCode = in.mpirun && in.mpirun->failed() ? std::max(1, in.mpirun->shellCode()) : 1;
     v.status = RunStatus::kFailed;
   }
+}
+
+// The host whose ranks' connections all dropped without an exit record, the first of them before any
+// rank failed on its own (a host that dies takes its workers with it; the others fail after it).
+void findLostHost(const VerdictInput& in, Verdict& v) {
+  std::map<std::string, std::vector<int>> byHost;
+  for (const auto& [r, rec] : v.records)
+    if (!rec.host.empty()) byHost[rec.host].push_back(r);
+  int64_t firstFailure = INT64_MAX;
+  for (const auto& [r, rec] : in.reported)
+    if (rec.failedOnItsOwn()) firstFailure = std::min(firstFailure, rec.endUnixUs);
+  int64_t best = INT64_MAX;
+  for (const auto& [host, ranks] : byHost) {
+    int64_t first = INT64_MAX;
+    bool all = true;
+    for (int r : ranks) {
+      const auto it = in.dropped.find(r);
+      all = all && !in.reported.count(r) && it != in.dropped.end();
+      if (it != in.dropped.end()) first = std::min(first, it->second);
+    }
+    if (all && first <= firstFailure && first < best) best = first, v.lostHost = host, v.lostHostRanks = ranks;
+  }
+  if (!v.lostHost) return;
+  // What failed after the host went is collateral: its peers' collectives broke with it.
+  v.culprit.reset();
+  v.alsoFailed.clear();
+  v.collateral.clear();
+  for (auto& [r, rec] : v.records)
+    if (rec.status == RankStatus::kCulprit || rec.status == RankStatus::kFailed ||
+        rec.status == RankStatus::kCollateral || rec.status == RankStatus::kStopped) {
+      rec.status = RankStatus::kCollateral;
+      v.collateral.push_back(r);
+    }
 }
 
 }  // namespace
@@ -60,6 +96,7 @@ Verdict judgeRanks(const VerdictInput& in) {
     if (rec.status == RankStatus::kFailed) v.alsoFailed.push_back(r);
     v.records[r] = rec;
   }
+  if (!v.hang && !in.interruptedBy) findLostHost(in, v);
   chooseExit(in, v);
   return v;
 }

@@ -19,6 +19,7 @@ struct VerdictInput {
   std::vector<int> hung;                   // the stalled ranks the hang watchdog named, first the culprit
   std::optional<int> interruptedBy;        // the signal that stopped ddprun
   std::optional<ExitStatus> mpirun;        // how mpirun ended
+  std::map<int, int64_t> dropped;          // ranks whose worker's connection closed without an exit record, when (µs)
 };
 
 struct Verdict {
@@ -28,9 +29,13 @@ struct Verdict {
   std::vector<int> collateral;  // ranks ddprun stopped (after the culprit, or on Ctrl-C)
   std::vector<int> alsoFailed;  // ranks that failed by themselves after the culprit, each with its own code
   std::vector<int> lost;
+  // A host whose ranks were all lost at once, before anything else failed: it died or its link went
+  // down. It is the culprit then (culprit stays empty), and what failed after it is collateral.
+  std::optional<std::string> lostHost;
+  std::vector<int> lostHostRanks;
   RunStatus status = RunStatus::kSucceeded;
-  int exitCode =
-      0;  // 128 + signal when interrupted, 124 for a hang, the culprit's shell code, 1 (or mpirun's) for lost ranks
+  int exitCode = 0;  // 128 + signal when interrupted, 124 for a hang, the culprit's shell code, 1 for a lost host, 1
+                     // (or mpirun's) for lost ranks
 };
 
 Verdict judgeRanks(const VerdictInput& input);

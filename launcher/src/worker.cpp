@@ -27,6 +27,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 
@@ -138,6 +139,7 @@ class ControlLink {
       close();
       return out;
     }
+    lastHeard_ = Clock::now();
     in_.append(buf, static_cast<size_t>(n));
     while (auto line = in_.next()) {
       if (auto message = control::parseLauncherMessage(*line))
@@ -156,11 +158,27 @@ class ControlLink {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  // Seconds since ddprun last said anything (its pings come every kKeepaliveSeconds).
+  double silentFor(Clock::time_point now) const { return std::chrono::duration<double>(now - lastHeard_).count(); }
 
  private:
   int fd_ = -1;
   io::LineBuffer in_;
+  Clock::time_point lastHeard_ = Clock::now();
 };
+
+// On a host cut off from ddprun, mpirun's daemon that started this worker would wait for its
+// lost mpirun for minutes: it is stopped too, so nothing of the job stays on the host. (Under
+// srun the parent is Slurm's slurmstepd, which Slurm itself cleans up: it is left alone.)
+void stopOrphanedDaemon() {
+  const pid_t parent = ::getppid();
+  std::ifstream comm(fmt::format("/proc/{}/comm", parent));
+  std::string name;
+  if (std::getline(comm, name) && name == "orted") {
+    logger()->warn("stopping mpirun's daemon on this host (pid {}): its mpirun is out of reach", parent);
+    ::kill(parent, SIGTERM);
+  }
+}
 
 bool isStopSignal(int sig) { return sig != SIGCHLD && sig != SIGUSR1 && sig != SIGUSR2; }
 
@@ -311,6 +329,7 @@ class ProgramWatch {
       reapIfEnded();
       if (sampler && !status_) sampler->poll(child_.pid());
       beat(Clock::now());
+      keepalive(Clock::now());
       escalate(Clock::now());
     }
     const auto status = settleProgram(child_, status_);
@@ -408,6 +427,26 @@ class ProgramWatch {
     nextBeat_ = now + kBeatInterval - kBeatJitter + std::chrono::milliseconds(rng_() % (2 * kBeatJitter.count() + 1));
     if (auto progress = heartbeat_.poll()) link_.send(control::Beat{*progress});
   }
+  // Says the worker is there, and stops the program when ddprun has been silent too long: its
+  // host's link is down (no RST comes), so nobody would report or clean up.
+  void keepalive(Clock::time_point now) {
+    if (!link_.connected() || now < nextAlive_) return;
+    nextAlive_ =
+        now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(control::kKeepaliveSeconds));
+    link_.send(control::Alive{});
+    if (link_.silentFor(now) < control::kLinkSilenceSeconds || status_) return;
+    logger()->error("rank {} on {}: no word from ddprun for {:.0f} s (the link to it is down?): stopping the program",
+                    c_.id.rank, c_.host, link_.silentFor(now));
+    link_.close();
+    launcherLost_ = true;
+    requestStop(SIGTERM);
+  }
+
+ public:
+  // ddprun fell silent (keepalive): this host is cut off from it.
+  bool launcherLost() const { return launcherLost_; }
+
+ private:
   void escalate(Clock::time_point now) {
     if (status_ || !killAt_ || now < *killAt_) return;
     child_.signalGroup(SIGKILL);
@@ -427,7 +466,8 @@ class ProgramWatch {
   int streams_[3] = {-1, -1, -1};
   std::optional<ExitStatus> status_;
   std::optional<Clock::time_point> killAt_, drainUntil_;
-  Clock::time_point nextBeat_{};
+  Clock::time_point nextBeat_{}, nextAlive_{};
+  bool launcherLost_ = false;
   std::minstd_rand rng_{static_cast<unsigned>(::getpid())};
 };
 
@@ -541,6 +581,7 @@ int runWorker(const std::vector<std::string>& program) {
   link.send(control::Exit{record});
   const bool reported = link.connected();
   link.finish();
+  if (watch.launcherLost()) stopOrphanedDaemon();
   return reported ? 0 : status.shellCode();
 }
 

@@ -45,6 +45,8 @@ TEST_CASE("worker messages round-trip", "[launcher][control]") {
   CHECK(workerRoundTrip<Beat>(Beat{{5, std::nullopt}}).progress.done());
   CHECK(format(StacksDone{}) == "stacks-done");
   workerRoundTrip<StacksDone>(StacksDone{});
+  CHECK(format(Alive{}) == "alive");
+  workerRoundTrip<Alive>(Alive{});
   ddp::RankExitRecord record;
   record.rank = 2;
   record.host = "node-1";
@@ -66,6 +68,8 @@ TEST_CASE("launcher messages round-trip", "[launcher][control]") {
   launcherRoundTrip<Terminate>(Terminate{});
   CHECK(format(Stacks{}) == "stacks");
   launcherRoundTrip<Stacks>(Stacks{});
+  CHECK(format(Ping{}) == "ping");
+  launcherRoundTrip<Ping>(Ping{});
 }
 
 TEST_CASE("malformed or misdirected lines are not messages", "[launcher][control]") {
@@ -89,11 +93,14 @@ TEST_CASE("malformed or misdirected lines are not messages", "[launcher][control
                            "exit []",
                            "exit {\"host\":\"h\"}",
                            "stacks-done now",
+                           "alive now",
+                           "ping",
                            "terminate",
                            "start 0 1",
                            "stacks"})
     CHECK_FALSE(parseWorkerMessage(line));
-  for (const char* line : {"", "start", "start 0", "start 1 1", "start -1 2", "start 0 0", "start 0 2 x",
-                           "terminate now", "TERMINATE", "stacks-done", "hello t 1 5 h", "beat 1 data"})
+  for (const char* line :
+       {"", "start", "start 0", "start 1 1", "start -1 2", "start 0 0", "start 0 2 x", "terminate now", "TERMINATE",
+        "stacks-done", "hello t 1 5 h", "beat 1 data", "alive", "ping now"})
     CHECK_FALSE(parseLauncherMessage(line));
 }

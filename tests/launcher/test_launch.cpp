@@ -260,3 +260,45 @@ TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][v
   fine.mpirun = ddp::ExitStatus{0, std::nullopt, 0};
   CHECK(judgeRanks(fine).exitCode == 0);
 }
+
+TEST_CASE("verdict: a host whose ranks all dropped at once, first, is the culprit", "[launcher][verdict]") {
+  // Ranks 2 and 3 on node-b went silent together at t=500; rank 0 was then stopped, rank 1 failed
+  // when its collective broke (SIGABRT at 600): collateral, not a culprit of its own.
+  VerdictInput in;
+  in.np = 4;
+  auto a0 = endedAt(0, std::nullopt, SIGTERM, 900, true), a1 = endedAt(1, std::nullopt, SIGABRT, 600, false);
+  a0.host = a1.host = "node-a";
+  in.reported = {{0, a0}, {1, a1}};
+  for (int r : {2, 3}) {
+    ddp::RankExitRecord said;
+    said.host = "node-b";
+    in.known[r] = said;
+    in.dropped[r] = 500 + r;
+  }
+  auto v = judgeRanks(in);
+  REQUIRE(v.lostHost);
+  CHECK(*v.lostHost == "node-b");
+  CHECK(v.lostHostRanks == std::vector<int>{2, 3});
+  CHECK_FALSE(v.culprit);
+  CHECK(v.collateral == std::vector<int>{0, 1});
+  CHECK(v.records.at(2).status == RankStatus::kLost);
+  CHECK(v.exitCode == 1);
+  CHECK(v.status == RunStatus::kFailed);
+
+  // A rank that failed on its own before the host went quiet stays the culprit.
+  auto earlier = in;
+  earlier.reported[1] = endedAt(1, 3, std::nullopt, 400, false);
+  earlier.reported[1].host = "node-a";
+  v = judgeRanks(earlier);
+  CHECK_FALSE(v.lostHost);
+  CHECK(v.culprit == 1);
+  CHECK(v.exitCode == 3);
+  // One rank of a host lost is not the host lost.
+  auto one = in;
+  one.dropped.erase(3);
+  CHECK_FALSE(judgeRanks(one).lostHost);
+  // Ctrl-C is Ctrl-C.
+  auto interrupted = in;
+  interrupted.interruptedBy = SIGINT;
+  CHECK_FALSE(judgeRanks(interrupted).lostHost);
+}

@@ -8,17 +8,8 @@
 #   - `ddprof compare` of the two says which is faster and shows the exposed communication.
 # Exits 77 (skipped, with the reason) where network namespaces cannot be made.
 set -euo pipefail
-here=$(cd "$(dirname "$0")/../.." && pwd)
-sim=$here/scripts/simulate-hosts
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: simulated hosts need root (network namespaces)"; exit 77; }
-probe=ddpsim-probe-$$
-if ! ip netns add "$probe" 2>/dev/null; then echo "SKIP: this machine does not allow network namespaces (ip netns add failed)"; exit 77; fi
-ip netns del "$probe"
-work=$(mktemp -d)
-trap '"$sim" down; rm -rf "$work"' EXIT
+. "$(dirname "$0")/simhosts-lib.sh"
 cd "$work"
-fail() { echo "FAIL: $*"; exit 1; }
-field() { /usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k if not k.isdigit() else int(k)] for k in sys.argv[2:]]; print(v)' "$@"; }
 
 job() {  # job NAME: 2 hosts x 2 ranks, launched from sim0
   "$sim" exec sim0 -- "$DDPRUN" --profile --output rank:0 --run-dir "$work/$1" -H sim0:2,sim1:2 \

@@ -6,9 +6,11 @@
 #     (not from mpirun's helper step), a report;
 #   - an sbatch script that calls ddprun;
 #   - a rank that fails under either launcher: named the culprit, exit code kept, no process left;
+#   - node n2 dying under either launcher: the host and its ranks named, exit 1, nothing left;
 #   - SIGINT and SIGTERM to ddprun mid-run, 10 times each per launcher: exit 130/143, no process
 #     of the job left on either node, no job step left in Slurm;
 #   - --launcher srun outside an allocation: one line, exit 2; `slurm-local down` leaves no daemon.
+# With FAULT_TABLE=FILE, appends one JSON row per scenario to FILE (scripts/host-fault-table.sh).
 # Exits 77 (skipped, with the reason) where the cluster cannot start: not root, or no slurm-wlm.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +26,10 @@ cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 field() { /usr/bin/python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); [v := v[k] for k in sys.argv[2:]]; print(v)' "$@"; }
 left() { pgrep -f "$1" | grep -v "^$$\$" || true; }  # processes whose command line has $1
+row() {  # row SCENARIO LAUNCHER DETECTED_MS CULPRIT EXIT: nothing was left on n1 or n2 when it is written
+  [ -z "${FAULT_TABLE:-}" ] || printf '{"scenario": "%s", "launcher": "%s", "where": "Slurm nodes", "ms": %s, "culprit": "%s", "exit": %s, "left": "n1 0, n2 0"}\n' \
+    "$1" "$2" "$3" "$4" "$5" >>"$FAULT_TABLE"
+}
 
 # The ranks of a 2 x 2 run directory: where each ran, and that all succeeded.
 placed() {
@@ -55,10 +61,45 @@ for launcher in mpirun srun; do
   set -e
   [ $rc -eq 7 ] || { cat "fault-$launcher.txt"; fail "$launcher: a rank exiting 7 gave exit $rc"; }
   grep -q "rank 3 on n2 (pid [0-9]*) failed first: exit code 7" "fault-$launcher.txt" || fail "$launcher: culprit not named"
-  grep -q "rank(s) 0-2 were stopped because of it (collateral" "fault-$launcher.txt" || fail "$launcher: collateral"
+  # The others were stopped (collateral), or failed in the same breath when their collective with
+  # the dead rank broke before ddprun's stop reached them (each is then named as failing after it).
+  for r in 0 1 2; do
+    status=$(field "$work/fault-$launcher/ranks/rank-0000$r.exit.json" status)
+    [[ $status == collateral || $status == failed ]] || { cat "fault-$launcher.txt"; fail "$launcher: rank $r is $status"; }
+  done
   sleep 0.5
   [ -z "$(left "$work/fault-$launcher")" ] || fail "$launcher: processes left after the failure"
   echo "$launcher: rank 3's failure named, exit 7, nothing left"
+  row "a rank exits 7 (at step 4)" $launcher null "rank 3 on n2" 7
+done
+
+# Node n2 dies (every process in its UTS namespace, slurmd included, killed at once) under each
+# launcher: ddprun names it and its ranks, exits 1, and nothing of the job is left; then the
+# cluster is started again for what follows.
+for launcher in mpirun srun; do
+  salloc -N2 -n4 "$DDPRUN" --launcher $launcher --output quiet --run-dir "$work/dies-$launcher" \
+    "$TRAIN" --backend gloo --steps 100000 >"dies-$launcher.txt" 2>&1 &
+  salloc_pid=$!
+  for _ in $(seq 1 200); do [ -s "$work/dies-$launcher/timings/rank-00003.jsonl" ] && break; sleep 0.1; done
+  [ -s "$work/dies-$launcher/timings/rank-00003.jsonl" ] || { cat "dies-$launcher.txt"; fail "$launcher: not training"; }
+  uts=$(readlink "/proc/$(cat /run/slurm-local/slurmd-n2.pid)/ns/uts")
+  victims=$(for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/uts" 2>/dev/null)" = "$uts" ] && basename "$p"; done || true)
+  start=$(date +%s%N)
+  kill -9 $victims
+  set +e
+  wait $salloc_pid
+  rc=$?
+  set -e
+  took=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ $rc -eq 1 ] || { cat "dies-$launcher.txt"; fail "$launcher: node n2 died: exit $rc, not 1"; }
+  grep -q "ddprun: host n2 was lost: ranks 2, 3 there stopped answering ddprun together" "dies-$launcher.txt" ||
+    { cat "dies-$launcher.txt"; fail "$launcher: node n2 not named"; }
+  [ $took -le 15000 ] || fail "$launcher: node n2 died: ddprun took $took ms"
+  for _ in $(seq 1 50); do [ -z "$(left "train --backend gloo --steps 100000")" ] && break; sleep 0.1; done
+  [ -z "$(left "train --backend gloo --steps 100000")" ] || fail "$launcher: ranks left after n2 died"
+  echo "$launcher: node n2's death named in $took ms, exit 1, nothing left"
+  row "every process of a node killed (slurmd too)" $launcher "$took" "host n2 (ranks 2, 3)" 1
+  "$cluster" up >/dev/null
 done
 
 # sbatch: a batch script (on n1) that calls ddprun across the allocation.
@@ -96,6 +137,7 @@ for launcher in mpirun srun; do
       [ -z "$(squeue -h)" ] || fail "$launcher SIG$sig try $try: Slurm still has the job: $(squeue -h)"
     done
     echo "$launcher: SIG$sig x10: exit $want, no rank left on n1 or n2"
+    row "SIG$sig to ddprun, 10 times" $launcher null "none (interrupted)" "$want"
   done
 done
 

@@ -77,6 +77,7 @@ struct RunManifest {
   // How it ended (the last write).
   std::optional<int64_t> endUnixUs;
   std::optional<int> exitCode, culprit;
+  std::optional<std::string> lostHost;  // a host whose ranks were all lost at once, the job's culprit
   std::optional<std::string> reason, mpirunExit;
   std::optional<HangRecord> hang;
   std::vector<ManifestRank> ranks;

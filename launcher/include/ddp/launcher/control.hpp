@@ -6,8 +6,13 @@
 //   hello TOKEN RANK WORKER_PID HOST      start NODE_RANK NODES   (every rank has said hello)
 //   started PROGRAM_PID                   terminate               (stop the program)
 //   beat STEP PHASE                       stacks                  (write the program's stacks)
-//   stacks-done
+//   stacks-done                           ping                    (ddprun is there: every second)
+//   alive                                 (the worker is there: every second)
 //   exit RECORD_JSON                      (the exit record, then the worker closes)
+//
+// Either end that hears nothing from the other for kLinkSilenceSeconds takes the link as dead
+// (a host whose link went down sends no RST): the worker stops its program, ddprun takes a host
+// none of whose workers it hears from as lost.
 //
 // Each message has one format function and one parser; a line that is not a well-formed
 // message of the expected direction parses to nullopt. Pure, unit-tested.
@@ -38,10 +43,11 @@ struct Beat {
   StepProgress progress;
 };
 struct StacksDone {};
+struct Alive {};
 struct Exit {
   RankExitRecord record;
 };
-using WorkerMessage = std::variant<Hello, Started, Beat, StacksDone, Exit>;
+using WorkerMessage = std::variant<Hello, Started, Beat, StacksDone, Exit, Alive>;
 
 // ddprun → worker.
 struct Start {
@@ -49,7 +55,12 @@ struct Start {
 };
 struct Terminate {};
 struct Stacks {};
-using LauncherMessage = std::variant<Start, Terminate, Stacks>;
+struct Ping {};
+using LauncherMessage = std::variant<Start, Terminate, Stacks, Ping>;
+
+// How often each end says it is there, and how long a silence means the link is gone.
+inline constexpr double kKeepaliveSeconds = 1;
+inline constexpr double kLinkSilenceSeconds = 10;
 
 // One line, without the newline.
 std::string format(const WorkerMessage& message);

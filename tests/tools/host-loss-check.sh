@@ -7,7 +7,8 @@
 #   link      sim1's link taken down mid-run (no RST comes): the same, within 10 s of silence
 #             (control::kLinkSilenceSeconds) plus the grace period; sim1's workers stop their
 #             programs and mpirun's daemon there, so nothing is left on sim1 either;
-#   never     sim1's link down before the start: ddprun fails (non-zero) and leaves nothing.
+#   never     sim1's link down before the start: ddprun fails (non-zero) and leaves nothing;
+#   signals   SIGINT and SIGTERM to ddprun, 10 times each: exit 130/143, nothing left on either host.
 # With FAULT_TABLE=FILE, appends one JSON row per scenario to FILE (scripts/host-fault-table.sh).
 # Exits 77 (skipped, with the reason) where network namespaces cannot be made.
 set -euo pipefail
@@ -83,5 +84,27 @@ empty_within sim0 5 never
 empty_within sim1 20 never
 echo "never: exit $rc, nothing left"
 row "a host unreachable from the start" "$never_ms" "none: mpirun fails before any rank starts (its message names sim1)" "$rc"
+# Ctrl-C and SIGTERM to ddprun on sim0, 10 times each: exit 130/143, nothing left on either host.
+"$sim" up 2 >/dev/null
+for sig in INT TERM; do
+  for try in $(seq 1 10); do
+    name=sig-$sig-$try
+    "$sim" exec sim0 -- "$DDPRUN" --output quiet --run-dir "$work/$name" -H sim0:2,sim1:2 -- sh -c 'exec sleep 32.5' \
+      >"$work/$name.txt" 2>&1 &
+    job_pid=$!
+    for _ in $(seq 1 100); do [ "$(pgrep -f "^sleep 32.5\$" | wc -l)" -ge 4 ] && break; sleep 0.05; done
+    ddprun_pid=$(pgrep -f -- "ddprun --output quiet --run-dir $work/$name " | head -1)
+    [ -n "$ddprun_pid" ] || fail "SIG$sig try $try: ddprun not found"
+    kill -$sig "$ddprun_pid"
+    rc=0
+    wait "$job_pid" || rc=$?
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    [ $rc -eq "$want" ] || { cat "$work/$name.txt"; fail "SIG$sig try $try: exit $rc, not $want"; }
+    empty_within sim0 5 "SIG$sig try $try"
+    empty_within sim1 5 "SIG$sig try $try"
+  done
+  echo "SIG$sig x10: exit $want, nothing left on sim0 or sim1"
+  row "SIG$sig to ddprun, 10 times" null "none (interrupted)" "$want"
+done
 "$sim" down
 echo ok

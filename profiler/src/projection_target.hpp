@@ -1,0 +1,21 @@
+#pragma once
+// What projection.cpp and projection_target.cpp share: reading targets and their links.
+
+#include "ddp/profiler/projection.hpp"
+
+#include <cctype>
+#include <string>
+
+namespace ddp::profiler::detail {
+
+inline std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A link kind given without a bandwidth: NVLink of a catalog GPU takes the catalog's; CPU ranks'
+// loopback and shared memory are the host's own (their cost is calibrated from the run); any
+// other needs the user's figure (ConfigError naming `where` and `key`).
+void completeLink(TargetLink& link, const std::string& key, const std::string& device, const std::string& where);
+
+}  // namespace ddp::profiler::detail

@@ -24,7 +24,9 @@ list=$(find "${dirs[@]}" \( -name '*.cpp' -o -name '*.hpp' \) -print | sort)
 table=$(echo "$list" | ctags -L - --languages=C++ --c++-kinds=f --fields=+ne -o - |
   awk -F'\t' '{ line = ""; end = ""; for (i = 4; i <= NF; ++i) { if ($i ~ /^line:/) line = substr($i, 6); if ($i ~ /^end:/) end = substr($i, 5) }
                if (line != "" && end != "") printf "%d\t%s:%s\t%s\n", end - line + 1, $2, line, $1 }' | sort -t$'\t' -k1,1nr)
-echo "$table" | head -n "$top" | awk -F'\t' '{ printf "%5d lines  %s  %s\n", $1, $3, $2 }'
+# awk reads the whole table (head would stop early, and under pipefail the echo's SIGPIPE would
+# end the script as if it had failed).
+echo "$table" | awk -F'\t' -v n="$top" 'NR <= n { printf "%5d lines  %s  %s\n", $1, $3, $2 }'
 echo "$(echo "$table" | wc -l) functions in ${dirs[*]}"
 if [ "$max" -gt 0 ]; then
   over=$(echo "$table" | awk -F'\t' -v m="$max" '$1 > m')

@@ -7,14 +7,13 @@
 #include "ddp/common/log.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/common/text.hpp"
-#include "ddp/config.hpp"
 #include "ddp/launcher/control.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
 #include "ddp/profiler/report.hpp"
 #include "ddp/profiler/run.hpp"
 #include "io.hpp"
-#include "probe.hpp"
+#include "job_manifest.hpp"
 #include "progress.hpp"
 #include "rank_text.hpp"
 #include "verdict.hpp"
@@ -137,43 +136,6 @@ class Job {
   RunManifest manifest_;
   std::optional<ProgressDisplay> progress_;  // a profiled run's live progress
 };
-
-// run.json as the job starts: what the run is.
-RunManifest startManifest(const LaunchPlan& plan, const JobSettings& s, const std::string& localHost) {
-  RunManifest m;
-  m.ddprunVersion = DDP_VERSION;
-  m.command = plan.program;
-  m.ddprunArgv = s.command;
-  m.mpirunArgv = plan.argv;
-  m.launcher = plan.launcher;
-  m.np = plan.np;
-  for (const auto& h : plan.hosts) m.hosts.push_back({h.host, h.slots});
-  m.launchHost = localHost;
-  m.masterAddr = plan.masterAddr;
-  m.masterPort = plan.masterPort;
-  m.runDir = plan.runDir;
-  m.backend = profiler::commandOption(plan.program, "--backend");
-  m.startUnixUs = unixMicros();
-  m.attempt = s.attempt;
-  m.maxRestarts = s.maxRestarts;
-  m.earlierAttempts = s.earlierAttempts;
-  m.instance = s.instance;
-  m.rankEnvironment = withoutSecrets({plan.rankEnv.begin(), plan.rankEnv.end()});
-  m.environment = withoutSecrets(Environment::fromProcess().all());
-  return m;
-}
-
-Versions probeVersions(const std::string& mpirun) {
-  Versions v;
-  v.ddprun = DDP_VERSION;
-  v.openmpi = probe::openMpiVersion(mpirun);
-  if (auto torch = probe::libtorch()) {
-    v.libtorch = torch->version;
-    v.libtorchCuda = torch->cuda;
-  }
-  v.nccl = probe::ncclVersion();
-  return v;
-}
 
 void Job::writeManifest() {
   try {
@@ -398,17 +360,11 @@ void Job::checkStart(Clock::time_point now) {
   std::vector<int> missing;
   for (int r = 0; r < plan_.np; ++r)
     if (!byRank_.count(r)) missing.push_back(r);
-  // Where they were to run: the hosts' slots in order (mpirun's and srun's default placement). A
-  // host none of whose ranks arrived never came up.
+  // A host none of whose ranks arrived never came up.
   std::vector<std::string> silentHosts;
-  int first = 0;
-  for (const auto& h : plan_.hosts) {
-    const int last = std::min(plan_.np, first + h.slots);
-    bool none = first < last;
-    for (int r = first; r < last; ++r) none = none && !byRank_.count(r);
-    if (none) silentHosts.push_back(fmt::format("{} (ranks {}-{})", h.host, first, last - 1));
-    first = last;
-  }
+  for (const auto& [host, ranks] : ranksByHost(plan_))
+    if (std::none_of(ranks.begin(), ranks.end(), [&](int r) { return byRank_.count(r) > 0; }))
+      silentHosts.push_back(fmt::format("{} (ranks {})", host, rankList(ranks)));
   beginTeardown(fmt::format(
       "rank(s) {} did not reach ddprun within {:.0f} s{} (hosts unreachable, or the worker "
       "could not connect back to {}?)",

@@ -304,6 +304,16 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   return plan;
 }
 
+std::vector<std::pair<std::string, std::vector<int>>> ranksByHost(const LaunchPlan& plan) {
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  int rank = 0;
+  for (const auto& h : plan.hosts) {
+    out.push_back({h.host, {}});
+    for (int s = 0; s < h.slots && rank < plan.np; ++s) out.back().second.push_back(rank++);
+  }
+  return out;
+}
+
 std::string renderPlan(const LaunchPlan& plan) {
   std::string out;
   for (const auto& w : plan.warnings) out += "# warning: " + w + "\n";

@@ -226,3 +226,14 @@ TEST_CASE("srun as the launcher: one job step in the allocation, or what it need
   o.launcher = "mpirun";
   CHECK(makeLaunchPlan(o, inside).argv.front() == "mpirun");
 }
+
+TEST_CASE("ranksByHost: the hosts' slots filled in order", "[launcher][plan]") {
+  auto o = options();
+  o.hostList = "a:2,b:3,c:1";
+  o.np = 4;
+  const auto byHost = ranksByHost(makeLaunchPlan(o, context()));
+  REQUIRE(byHost.size() == 3);
+  CHECK(byHost[0] == std::pair<std::string, std::vector<int>>{"a", {0, 1}});
+  CHECK(byHost[1] == std::pair<std::string, std::vector<int>>{"b", {2, 3}});
+  CHECK(byHost[2].second.empty());
+}

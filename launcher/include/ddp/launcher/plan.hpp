@@ -75,6 +75,10 @@ struct LaunchPlan {
 // unset variable, an unbalanced quote in --mpi-args, no program.
 LaunchPlan makeLaunchPlan(const LaunchOptions& options, const PlanContext& context);
 
+// Where each rank is to run: the hosts' slots filled in order, as mpirun (--map-by slot, its
+// default) and srun (block distribution, its default) place them. Hosts in the plan's order.
+std::vector<std::pair<std::string, std::vector<int>>> ranksByHost(const LaunchPlan& plan);
+
 // POSIX shell quoting: safe words stay bare, anything else goes in single quotes.
 std::string shellQuote(const std::string& word);
 // The plan as commands a user could paste: environment assignments, then the argv.

@@ -255,8 +255,7 @@ void Job::readPeer(Peer& p) {
     ::close(p.fd);
     p.fd = -1;
     if (p.hello && !records_.count(p.rank)) {
-      // Its worker is gone without a word: killed, or its whole host died or dropped off.
-      p.droppedUs = unixMicros();
+      p.droppedUs = unixMicros();  // its worker was killed, or its whole host died or dropped off
       if (!tearingDown_)
         beginTeardown(fmt::format("rank {} on {}: its worker's connection to ddprun closed without an exit record",
                                   p.rank, p.host));
@@ -312,6 +311,7 @@ void Job::startRanks() {
   for (const auto& [rank, p] : byRank_) p->send(control::Start{order[p->host], static_cast<int>(order.size())});
   ranksStarted_ = true;
   startedAt_ = lastProgress_ = Clock::now();
+  for (auto& [rank, p] : byRank_) p->heard = startedAt_;  // they say they are there from now on
   logger()->debug("all {} ranks reached ddprun after {:.3f} s", plan_.np, seconds(Clock::now() - start_));
 }
 
@@ -335,7 +335,8 @@ void Job::watchLinks(Clock::time_point now) {
     p.send(control::Ping{});
     byHost[p.host].push_back(&p);
   }
-  if (byHost.size() < 2) return;
+  // Before the start a worker only waits (the rendezvous may take long): silence means nothing.
+  if (!ranksStarted_ || byHost.size() < 2) return;
   auto silent = [&](const Peer* p) { return seconds(now - p->heard) >= control::kLinkSilenceSeconds; };
   for (auto& [host, peers] : byHost) {
     if (!std::all_of(peers.begin(), peers.end(), silent)) continue;

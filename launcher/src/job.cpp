@@ -323,12 +323,11 @@ void Job::onExit(Peer& peer, const RankExitRecord& record) {
 }
 
 // Pings every worker each second, and takes a host none of whose running workers it has heard
-// from for kLinkSilenceSeconds as lost — while it hears from another host (ddprun was not frozen
+// from for control::kLinkSilence as lost — while it hears from another host (ddprun was not frozen
 // itself): its link is down, and no RST will come.
 void Job::watchLinks(Clock::time_point now) {
   if (now < nextPing_) return;
-  nextPing_ =
-      now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(control::kKeepaliveSeconds));
+  nextPing_ = now + control::kKeepalive;
   std::map<std::string, std::vector<Peer*>> byHost;
   for (auto& p : peers_) {
     if (!p.hello || p.fd < 0 || records_.count(p.rank)) continue;
@@ -337,7 +336,7 @@ void Job::watchLinks(Clock::time_point now) {
   }
   // Before the start a worker only waits (the rendezvous may take long): silence means nothing.
   if (!ranksStarted_ || byHost.size() < 2) return;
-  auto silent = [&](const Peer* p) { return seconds(now - p->heard) >= control::kLinkSilenceSeconds; };
+  auto silent = [&](const Peer* p) { return now - p->heard >= control::kLinkSilence; };
   for (auto& [host, peers] : byHost) {
     if (!std::all_of(peers.begin(), peers.end(), silent)) continue;
     const bool othersHeard = std::any_of(byHost.begin(), byHost.end(), [&](const auto& other) {
@@ -351,8 +350,8 @@ void Job::watchLinks(Clock::time_point now) {
       ::close(p->fd);
       p->fd = -1;
     }
-    beginTeardown(fmt::format("host {}: no word from rank(s) {} for {:.0f} s (its link to {} is down?)", host,
-                              rankList(ranks), control::kLinkSilenceSeconds, localHost_));
+    beginTeardown(fmt::format("host {}: no word from rank(s) {} for {} s (its link to {} is down?)", host,
+                              rankList(ranks), control::kLinkSilence.count(), localHost_));
   }
 }
 

@@ -289,7 +289,7 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   plan.mpirunEnv[std::string(ddp::env::kOmpiAllowExitWithoutSync)] = "1";
   // mpirun's daemons notice a dead link to mpirun in 16-26 s instead of Open MPI's 8 minutes (TCP
   // keepalive on their lifeline), so none is left on a host cut off: ddprun has named the host
-  // by then (control::kLinkSilenceSeconds) and its workers have stopped their programs.
+  // by then (control::kLinkSilence) and its workers have stopped their programs.
   for (const auto& [name, value] : {std::pair<const char*, const char*>{"OMPI_MCA_oob_tcp_keepalive_time", "10"},
                                     {"OMPI_MCA_oob_tcp_keepalive_intvl", "4"},
                                     {"OMPI_MCA_oob_tcp_keepalive_probes", "4"}})

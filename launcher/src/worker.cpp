@@ -158,8 +158,8 @@ class ControlLink {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
-  // Seconds since ddprun last said anything (its pings come every kKeepaliveSeconds).
-  double silentFor(Clock::time_point now) const { return std::chrono::duration<double>(now - lastHeard_).count(); }
+  // How long since ddprun last said anything (its pings come every control::kKeepalive).
+  Clock::duration silentFor(Clock::time_point now) const { return now - lastHeard_; }
 
  private:
   int fd_ = -1;
@@ -431,12 +431,11 @@ class ProgramWatch {
   // host's link is down (no RST comes), so nobody would report or clean up.
   void keepalive(Clock::time_point now) {
     if (!link_.connected() || now < nextAlive_) return;
-    nextAlive_ =
-        now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(control::kKeepaliveSeconds));
+    nextAlive_ = now + control::kKeepalive;
     link_.send(control::Alive{});
-    if (link_.silentFor(now) < control::kLinkSilenceSeconds || status_) return;
+    if (link_.silentFor(now) < control::kLinkSilence || status_) return;
     logger()->error("rank {} on {}: no word from ddprun for {:.0f} s (the link to it is down?): stopping the program",
-                    c_.id.rank, c_.host, link_.silentFor(now));
+                    c_.id.rank, c_.host, std::chrono::duration<double>(link_.silentFor(now)).count());
     link_.close();
     launcherLost_ = true;
     requestStop(SIGTERM);

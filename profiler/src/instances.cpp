@@ -1,6 +1,7 @@
 #include "ddp/profiler/instances.hpp"
 
 #include "ddp/common/error.hpp"
+#include "text.hpp"
 
 #include <fmt/format.h>
 
@@ -14,6 +15,8 @@ namespace ddp::profiler {
 extern const char* const kInstanceCatalogJson;  // generated from profiler/data/instances.json
 
 namespace {
+
+using detail::lower;
 
 const nlohmann::json& catalogJson() {
   static const auto data = nlohmann::json::parse(kInstanceCatalogJson);
@@ -51,11 +54,6 @@ size_t editDistance(const std::string& a, const std::string& b) {
     }
   }
   return row[b.size()];
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 std::string joined(const std::vector<std::string>& names) {

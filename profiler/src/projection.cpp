@@ -241,17 +241,23 @@ double ringAllreduceMs(double bytes, int ranks, int hosts, double bytesPerS, dou
   return latencyUs / 1000.0 + bytes * ringFactor(ranks) / bytesPerS * 1000.0;
 }
 
-std::optional<std::string> whyNotProjectable(const RunData& run) {
+namespace {
+
+std::optional<std::string> whyNot(const RunData& run, const RunProfile& profile) {
   if (run.timings.empty()) return fmt::format("{}: no step timings to project", run.dir);
   if (run.timings.size() < 2)
     return fmt::format("{}: one rank; the projection needs a run of 2 ranks or more", run.dir);
-  if (profileRun(run).steps.empty())
+  if (profile.steps.empty())
     return fmt::format(
         "{}: no gradient allreduce records in the timings (collectives with a bucket); the projection "
         "replays them (ddp::DistributedDataParallel and ddprun's Python instrumentation write them)",
         run.dir);
   return std::nullopt;
 }
+
+}  // namespace
+
+std::optional<std::string> whyNotProjectable(const RunData& run) { return whyNot(run, profileRun(run)); }
 
 namespace {
 
@@ -500,8 +506,8 @@ std::vector<std::string> verdictOf(const ProjectionReport& out) {
 }  // namespace
 
 ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
-  if (auto why = whyNotProjectable(run)) throw ConfigError(*why);
   const auto profile = profileRun(run);
+  if (auto why = whyNot(run, profile)) throw ConfigError(*why);
   ProjectionReport out;
   out.dir = run.dir;
   out.ranks = profile.ranks;

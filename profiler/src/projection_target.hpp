@@ -2,16 +2,11 @@
 // What projection.cpp and projection_target.cpp share: reading targets and their links.
 
 #include "ddp/profiler/projection.hpp"
+#include "text.hpp"
 
-#include <cctype>
 #include <string>
 
 namespace ddp::profiler::detail {
-
-inline std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // A link kind given without a bandwidth: NVLink of a catalog GPU takes the catalog's; CPU ranks'
 // loopback and shared memory are the host's own (their cost is calibrated from the run); any

@@ -2,6 +2,8 @@
 // Small string_view helpers shared by the profiler's parsers (inline: they sit on the hot path
 // of a gigabyte log, where a call to memcmp costs more than the loop).
 
+#include <cctype>
+#include <string>
 #include <string_view>
 
 namespace ddp::profiler::detail {
@@ -24,5 +26,10 @@ inline bool startsWith(std::string_view s, std::string_view p) {
 inline bool equal(std::string_view a, std::string_view b) { return a.size() == b.size() && startsWith(a, b); }
 
 inline bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+inline std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 }  // namespace ddp::profiler::detail

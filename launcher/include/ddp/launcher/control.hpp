@@ -10,7 +10,7 @@
 //   alive                                 (the worker is there: every second)
 //   exit RECORD_JSON                      (the exit record, then the worker closes)
 //
-// Either end that hears nothing from the other for kLinkSilenceSeconds takes the link as dead
+// Either end that hears nothing from the other for kLinkSilence takes the link as dead
 // (a host whose link went down sends no RST): the worker stops its program, ddprun takes a host
 // none of whose workers it hears from as lost.
 //
@@ -20,6 +20,7 @@
 #include "ddp/common/rank_exit.hpp"
 #include "ddp/common/step_record.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,8 +60,8 @@ struct Ping {};
 using LauncherMessage = std::variant<Start, Terminate, Stacks, Ping>;
 
 // How often each end says it is there, and how long a silence means the link is gone.
-inline constexpr double kKeepaliveSeconds = 1;
-inline constexpr double kLinkSilenceSeconds = 10;
+inline constexpr std::chrono::seconds kKeepalive{1};
+inline constexpr std::chrono::seconds kLinkSilence{10};
 
 // One line, without the newline.
 std::string format(const WorkerMessage& message);

@@ -20,9 +20,8 @@ import functools
 import gc
 import sys
 import threading
-import time
 import weakref
-from time import perf_counter
+from time import monotonic, perf_counter, sleep
 
 _lock = threading.Lock()
 
@@ -213,16 +212,20 @@ class Instrumentation:
     def timed_hook(self, model):
         meta = model._ddprun
 
-        def unwrapped(future):
+        def counted(future, callback):
+            """future.then(callback), counted in in_flight until the callback has run."""
             with _lock:
                 self.in_flight += 1
 
-            def value(f):
+            def run(f):
                 with _lock:
                     self.in_flight -= 1
-                return f.value()[0]
+                return callback(f)
 
-            return future.then(value)
+            return future.then(run)
+
+        def unwrapped(future):
+            return counted(future, lambda f: f.value()[0])
 
         def hook(_state, bucket):
             state, inner = meta["inner"]
@@ -247,13 +250,9 @@ class Instrumentation:
 
             def done(f):
                 entry[3] = self.steps.mark()
-                with _lock:
-                    self.in_flight -= 1
                 return f.value()[0] if unwrap else f.value()
 
-            with _lock:
-                self.in_flight += 1
-            return future.then(done)
+            return counted(future, done)
 
         return hook
 
@@ -482,11 +481,11 @@ class Instrumentation:
         (the GIL released while waiting): a reducer destroyed here can take its process group
         with it, whose destructor joins those threads while this one holds the GIL, and a
         thread waiting for the GIL to run a callback would never be joined."""
-        deadline = time.monotonic() + 2.0
-        while self.hooked and self.in_flight > 0 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        deadline = monotonic() + 2.0
+        while self.hooked and self.in_flight > 0 and monotonic() < deadline:
+            sleep(0.005)
         if self.hooked:
-            time.sleep(0.05)  # a callback that has just returned still lets go of its objects
+            sleep(0.05)  # a callback that has just returned still lets go of its objects
         for ref in self.hooked:
             model = ref()
             if model is None:

@@ -520,18 +520,19 @@ void Job::reportVerdict(const Verdict& v) {
     logger()->warn("stopped by {}: rank(s) {} were stopped", signalName(*interruptedBy_),
                    v.collateral.empty() ? "none" : rankList(v.collateral));
   }
+  std::vector<int> lost = v.lost;  // those of a lost host are named with it
   if (v.lostHost) {
-    std::vector<int> others;
-    for (int r : v.collateral) others.push_back(r);
     logger()->error(
         "host {} was lost: ranks {} there stopped answering ddprun together, without an exit record (the "
         "host died, or its link to {} went down)",
         *v.lostHost, rankList(v.lostHostRanks), localHost_);
-    if (!others.empty())
-      logger()->error("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(others));
-  } else if (!v.lost.empty())
+    if (!collateral.empty()) logger()->error("{}", collateral);
+    lost.erase(std::remove_if(lost.begin(), lost.end(), [&](int r) { return v.records.at(r).host == *v.lostHost; }),
+               lost.end());
+  }
+  if (!lost.empty())
     logger()->error(
-        "rank(s) {} left no exit record: never started, or the worker was killed{}", rankList(v.lost),
+        "rank(s) {} left no exit record: never started, or the worker was killed{}", rankList(lost),
         mpirunStatus_ && mpirunStatus_->failed() ? fmt::format(" (mpirun: {})", mpirunStatus_->describe()) : "");
   if (!teardownReason_.empty() && !v.culprit && !v.lostHost && !interruptedBy_ && !v.hang)
     logger()->error("{}", teardownReason_);

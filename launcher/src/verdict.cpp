@@ -61,16 +61,25 @@ void findLostHost(const VerdictInput& in, Verdict& v) {
     if (all && first <= firstFailure && first < best) best = first, v.lostHost = host, v.lostHostRanks = ranks;
   }
   if (!v.lostHost) return;
-  // What failed after the host went is collateral: its peers' collectives broke with it.
+  // What failed after the host went is collateral: its peers' collectives broke with it. So is a rank
+  // elsewhere whose worker went quiet after the host did: mpirun, having lost that host's daemon,
+  // kills every local process a second after SIGTERM, worker included, record or not.
   v.culprit.reset();
   v.alsoFailed.clear();
   v.collateral.clear();
-  for (auto& [r, rec] : v.records)
+  v.lost.clear();
+  for (auto& [r, rec] : v.records) {
+    const auto dropped = in.dropped.find(r);
+    const bool quietAfter = rec.status == RankStatus::kLost && rec.host != *v.lostHost && dropped != in.dropped.end() &&
+                            dropped->second >= best;
     if (rec.status == RankStatus::kCulprit || rec.status == RankStatus::kFailed ||
-        rec.status == RankStatus::kCollateral || rec.status == RankStatus::kStopped) {
+        rec.status == RankStatus::kCollateral || rec.status == RankStatus::kStopped || quietAfter) {
       rec.status = RankStatus::kCollateral;
       v.collateral.push_back(r);
+    } else if (rec.status == RankStatus::kLost) {
+      v.lost.push_back(r);
     }
+  }
 }
 
 }  // namespace

@@ -293,6 +293,20 @@ TEST_CASE("verdict: a host whose ranks all dropped at once, first, is the culpri
   CHECK_FALSE(v.lostHost);
   CHECK(v.culprit == 1);
   CHECK(v.exitCode == 3);
+  // A rank elsewhere whose worker went quiet after the host did (mpirun killed it, record unsent) is
+  // collateral too; one that went quiet before it stays lost.
+  auto killed = in;
+  killed.reported.erase(0);
+  killed.known[0].host = "node-a";
+  killed.dropped[0] = 700;
+  v = judgeRanks(killed);
+  REQUIRE(v.lostHost);
+  CHECK(v.collateral == std::vector<int>{0, 1});
+  CHECK(v.lost == std::vector<int>{2, 3});
+  killed.dropped[0] = 400;
+  v = judgeRanks(killed);
+  CHECK(v.collateral == std::vector<int>{1});
+  CHECK(v.lost == std::vector<int>{0, 2, 3});
   // One rank of a host lost is not the host lost.
   auto one = in;
   one.dropped.erase(3);

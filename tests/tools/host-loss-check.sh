@@ -47,7 +47,8 @@ judged() {
   [ $took -le $((bound * 1000)) ] || fail "$name: ddprun took $took ms after the cause (bound $bound s)"
   grep -q "ddprun: host sim1 was lost: ranks 2, 3 there stopped answering ddprun together" "$work/$name.txt" ||
     { cat "$work/$name.txt"; fail "$name: host sim1 not named"; }
-  grep -q "rank(s) 0, 1 were stopped because of it (collateral" "$work/$name.txt" || fail "$name: collateral"
+  grep -q "rank(s) 0, 1 were stopped because of it (collateral" "$work/$name.txt" ||
+    { cat "$work/$name.txt"; fail "$name: collateral"; }
   [[ $(field "$work/$name/run.json" lost_host) == sim1 ]] || fail "$name: run.json lost_host"
   echo "$name: host sim1 named in $took ms, exit 1"
   took_ms=$took

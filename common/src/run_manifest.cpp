@@ -127,7 +127,9 @@ void readStart(const JsonFields& f, RunManifest& m) {
     for (const auto& entry : f.array("earlier_attempts")) {
       const JsonFields a(entry);
       m.earlierAttempts.push_back({static_cast<int>(a.integer("attempt", 0)), static_cast<int>(a.integer("exit_code")),
-                                   a.optionalString("reason").value_or(""), a.string("files")});
+                                   a.optionalString("reason").value_or(""), a.string("files"),
+                                   static_cast<int>(a.optionalInteger("np", 1).value_or(0)),
+                                   a.optionalString("lost_host")});
     }
   if (f.has("instance")) m.instance = f.object("instance");
   m.rankEnvironment = f.stringMap("rank_environment");
@@ -150,7 +152,12 @@ json toJson(const RunManifest& m) {
   for (const auto& h : m.hosts) hosts.push_back({{"host", h.host}, {"slots", h.slots}});
   json earlier = json::array();
   for (const auto& a : m.earlierAttempts)
-    earlier.push_back({{"attempt", a.attempt}, {"exit_code", a.exitCode}, {"reason", a.reason}, {"files", a.files}});
+    earlier.push_back({{"attempt", a.attempt},
+                       {"exit_code", a.exitCode},
+                       {"reason", a.reason},
+                       {"files", a.files},
+                       {"np", a.np > 0 ? json(a.np) : json(nullptr)},
+                       {"lost_host", orNull(a.lostHost)}});
   json j = {{"schema", kRunManifestSchemaVersion},
             {"ddprun_version", m.ddprunVersion},
             {"command", m.command},

@@ -93,6 +93,11 @@ void addLaunchOptions(CLI::App& app, Parsed& p) {
              "MASTER_PORT, DDPRUN_ATTEMPT=1, 2...; earlier attempts' logs kept in <run>/{}). Example: --max-restarts 2",
              fmt::format("{}/K", RunLayout::kAttemptsName)))
       ->check(CLI::Range(0, 1000));
+  app.add_option("--min-np", s.minNp,
+                 "With --max-restarts: after a host is lost, restart on the hosts left when they hold at least N "
+                 "ranks (a smaller world, resumed from the program's checkpoint); without it a lost host ends the "
+                 "job. Example: --min-np 8")
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--master-port", p.launch.masterPort,
                  "MASTER_PORT for rank 0's rendezvous (default: a free port, a new one "
                  "per attempt). Example: --master-port 29500")

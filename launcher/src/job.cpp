@@ -584,8 +584,20 @@ JobOutcome Job::finish() {
   logger()->log(v.exitCode == 0 ? spdlog::level::info : spdlog::level::err,
                 "{} ranks {} in {:.1f} s (exit {}); run directory {}", plan_.np, runStatusName(v.status), took,
                 v.exitCode, plan_.runDir);
-  return {v.exitCode, interruptedBy_.has_value(),
-          teardownReason_.empty() ? std::string(runStatusName(v.status)) : teardownReason_};
+  JobOutcome outcome;
+  outcome.exitCode = v.exitCode;
+  outcome.interrupted = interruptedBy_.has_value();
+  outcome.summary = teardownReason_.empty() ? std::string(runStatusName(v.status)) : teardownReason_;
+  outcome.np = plan_.np;
+  if (v.lostHost) {
+    outcome.summary = fmt::format("host {} lost", *v.lostHost);
+    for (const auto& [host, ranks] : ranksByHost(plan_))
+      if (std::count(ranks.begin(), ranks.end(), v.lostHostRanks.front()))
+        outcome.lostHost = host;  // as the plan names it, to be left out
+      else
+        outcome.ranksLeft += static_cast<int>(ranks.size());
+  }
+  return outcome;
 }
 
 }  // namespace

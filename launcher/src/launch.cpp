@@ -127,13 +127,38 @@ std::string createRunDirectory(const std::string& dir, bool explicitDir, bool pr
   return chosen;
 }
 
+namespace {
+
+// After a host was lost: whether the next attempt may run on the hosts left (--min-np), said
+// either way; settings then hold the hosts to leave out and the smaller world.
+bool shrinkAfterLostHost(const JobOutcome& outcome, JobSettings& settings) {
+  if (settings.minNp == 0 || outcome.ranksLeft < settings.minNp) {
+    logger()->error(
+        "not restarting: host {} was lost, and the hosts left hold {} of the {} ranks{}", *outcome.lostHost,
+        outcome.ranksLeft, outcome.np,
+        outcome.ranksLeft == 0 ? " (none)"
+        : settings.minNp == 0
+            ? fmt::format("; to resume on them with a smaller world, allow it with --min-np {}", outcome.ranksLeft)
+            : fmt::format(", fewer than --min-np {}", settings.minNp));
+    return false;
+  }
+  settings.lostHosts.push_back(*outcome.lostHost);
+  settings.np = outcome.ranksLeft;
+  logger()->warn("host {} was lost: the job restarts on the hosts left with {} of its {} ranks (--min-np {})",
+                 *outcome.lostHost, outcome.ranksLeft, outcome.np, settings.minNp);
+  return true;
+}
+
+}  // namespace
+
 int runWithRestarts(const RunLayout& layout, JobSettings& settings, const std::function<JobOutcome(int)>& attempt) {
   for (int k = 0;; ++k) {
     settings.attempt = k;
     const auto outcome = attempt(k);
     if (outcome.exitCode == 0 || outcome.interrupted || k >= settings.maxRestarts) return outcome.exitCode;
+    if (outcome.lostHost && !shrinkAfterLostHost(outcome, settings)) return outcome.exitCode;
     const std::string kept = layout.keepAttempt(k, settings.profile);
-    settings.earlierAttempts.push_back({k, outcome.exitCode, outcome.summary, kept});
+    settings.earlierAttempts.push_back({k, outcome.exitCode, outcome.summary, kept, outcome.np, outcome.lostHost});
     logger()->warn("attempt {} of {} failed ({}); its logs are in {}; restarting the job (--max-restarts {})", k + 1,
                    settings.maxRestarts + 1, outcome.summary, kept, settings.maxRestarts);
   }
@@ -154,6 +179,10 @@ int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
                   !o.hostList.empty()   ? "-H"
                   : !o.hostfile.empty() ? o.hostfile
                                         : "the Slurm allocation");
+  if (settings.minNp > plan.np)
+    throw ConfigError(fmt::format("--min-np {}: more than the job's {} ranks", settings.minNp, plan.np));
+  if (settings.minNp > 0 && settings.maxRestarts == 0)
+    throw ConfigError(fmt::format("--min-np {}: restarts on fewer hosts need --max-restarts N", settings.minNp));
   if (r.dryRun) {
     out << planDryRun(plan);
     return 0;
@@ -169,6 +198,8 @@ int launch(LaunchRequest r, std::ostream& out, std::ostream& progress) {
     std::optional<PortReservation> freshPort;  // every attempt gets its own MASTER_PORT
     if (attempt > 0 && r.masterPort == 0) ctx.masterPort = freshPort.emplace().port();
     ctx.attempt = attempt;
+    o.excludedHosts = settings.lostHosts;
+    if (settings.np > 0) o.np = settings.np;
     const int controlFd = io::listenTcp(local ? "127.0.0.1" : "0.0.0.0", ctx.controlPort);
     ctx.controlToken = io::randomHex(16);
     plan = makeLaunchPlan(o, ctx);

@@ -121,6 +121,12 @@ bool placeRanks(const LaunchOptions& o, const PlanContext& ctx, LaunchPlan& plan
     plan.hosts = {{ctx.localHost, std::max(1, ctx.localSlots)}};
     plan.localOnly = true;
   }
+  plan.hosts.erase(std::remove_if(plan.hosts.begin(), plan.hosts.end(),
+                                  [&](const HostSlots& h) {
+                                    return std::count(o.excludedHosts.begin(), o.excludedHosts.end(), h.host) > 0;
+                                  }),
+                   plan.hosts.end());
+  if (plan.hosts.empty()) throw ConfigError("every host was lost");
   if (o.nprocPerNode > 0)
     for (auto& h : plan.hosts) h.slots = o.nprocPerNode;
   const int slots = totalSlots(plan.hosts);
@@ -264,6 +270,11 @@ std::vector<std::string> srunArgv(const LaunchOptions& o, const PlanContext& ctx
   std::vector<std::string> a = {ctx.srun,          "--mpi=pmix",           "--ntasks=" + std::to_string(plan.np),
                                 "--cpu-bind=none", "--kill-on-bad-exit=0", "--export=ALL"};
   if (oversubscribe) a.push_back("--overcommit");
+  if (!o.excludedHosts.empty()) {  // a host lost: the allocation's other nodes only
+    std::string excluded;
+    for (const auto& h : o.excludedHosts) excluded += (excluded.empty() ? "" : ",") + h;
+    a.insert(a.end(), {"--exclude=" + excluded, "--nodes=" + std::to_string(plan.hosts.size())});
+  }
   for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
   a.insert(a.end(), {ctx.worker, "worker", "--"});
   a.insert(a.end(), o.program.begin(), o.program.end());

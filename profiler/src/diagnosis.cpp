@@ -44,26 +44,40 @@ constexpr std::array<Rule, 18> kRules = {{
 }};
 
 // In the order of FindingKind.
-constexpr std::array<std::string_view, 21> kKindNames = {
-    "rank_failed",       "ranks_stopped",  "restart",   "nccl_error",     "socket_fallback",
-    "p2p_disabled",      "no_gdr",         "init_slow", "missing_ranks",  "gpu_idle",
-    "gpu_fake_busy",     "comm_bound",     "straggler", "load_imbalance", "data_bound",
-    "small_batch",       "cpu_contention", "stalls",    "gpu_throttled",  "threads_oversubscribed",
-    "dataloader_starved"};
+constexpr std::array<std::string_view, 22> kKindNames = {"rank_failed",
+                                                         "host_lost",
+                                                         "ranks_stopped",
+                                                         "restart",
+                                                         "nccl_error",
+                                                         "socket_fallback",
+                                                         "p2p_disabled",
+                                                         "no_gdr",
+                                                         "init_slow",
+                                                         "missing_ranks",
+                                                         "gpu_idle",
+                                                         "gpu_fake_busy",
+                                                         "comm_bound",
+                                                         "straggler",
+                                                         "load_imbalance",
+                                                         "data_bound",
+                                                         "small_batch",
+                                                         "cpu_contention",
+                                                         "stalls",
+                                                         "gpu_throttled",
+                                                         "threads_oversubscribed",
+                                                         "dataloader_starved"};
 
 // Which finding to fix first: failures, then causes, then what causes lead to, then notes.
 int priority(FindingKind kind) {
-  static const std::array<FindingKind, 21> kOrder = {FindingKind::kRankFailed,    FindingKind::kNcclError,
-                                                     FindingKind::kMissingRanks,  FindingKind::kCpuContention,
-                                                     FindingKind::kStalls,        FindingKind::kGpuThrottled,
-                                                     FindingKind::kStraggler,     FindingKind::kDataloaderStarved,
-                                                     FindingKind::kDataBound,     FindingKind::kSocketFallback,
-                                                     FindingKind::kP2pDisabled,   FindingKind::kCommBound,
-                                                     FindingKind::kSmallBatch,    FindingKind::kThreadsOversubscribed,
-                                                     FindingKind::kLoadImbalance, FindingKind::kGpuIdle,
-                                                     FindingKind::kGpuFakeBusy,   FindingKind::kInitSlow,
-                                                     FindingKind::kNoGdr,         FindingKind::kRestart,
-                                                     FindingKind::kRanksStopped};
+  static const std::array<FindingKind, 22> kOrder = {
+      FindingKind::kHostLost,      FindingKind::kRankFailed,     FindingKind::kNcclError,
+      FindingKind::kMissingRanks,  FindingKind::kCpuContention,  FindingKind::kStalls,
+      FindingKind::kGpuThrottled,  FindingKind::kStraggler,      FindingKind::kDataloaderStarved,
+      FindingKind::kDataBound,     FindingKind::kSocketFallback, FindingKind::kP2pDisabled,
+      FindingKind::kCommBound,     FindingKind::kSmallBatch,     FindingKind::kThreadsOversubscribed,
+      FindingKind::kLoadImbalance, FindingKind::kGpuIdle,        FindingKind::kGpuFakeBusy,
+      FindingKind::kInitSlow,      FindingKind::kNoGdr,          FindingKind::kRestart,
+      FindingKind::kRanksStopped};
   return static_cast<int>(std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin());
 }
 

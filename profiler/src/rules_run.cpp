@@ -1,5 +1,6 @@
 // Rules on how the ranks ended: failures and their collateral, restarts, ranks without timings.
 #include "ddp/common/run_layout.hpp"
+#include "ddp/common/text.hpp"
 #include "rules.hpp"
 
 #include <fmt/format.h>
@@ -35,8 +36,22 @@ std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const Ti
 // Ranks that failed on their own: the launcher's culprit first; the ranks it stopped after
 // that are collateral, named in one finding.
 void failedRanks(const RunData& run, const TimingAnalysis&, Findings& out) {
+  if (run.lostHost) {
+    std::vector<int> there;
+    for (const auto& e : run.exits)
+      if (e.host == *run.lostHost) there.push_back(e.rank);
+    add(out, FindingKind::kHostLost, Severity::kCritical, there,
+        fmt::format("host {} was lost: rank(s) {} there stopped answering the launcher together, without an exit "
+                    "record (the host died, or its network link went down)",
+                    *run.lostHost, rankList(there)),
+        "check that host: is it up, what its kernel log says (out of memory, a panic), is its link up; to go on "
+        "without it next time, checkpoint and run with ddprun --max-restarts N --min-np M (docs/reliability.md)",
+        Confidence::kHigh, fmt::format("ping {0}; ssh {0} 'dmesg | tail -50; ip -s link'", *run.lostHost));
+  }
   std::vector<int> collateral;
   for (const auto& e : run.exits) {
+    // A rank the launcher judged collateral may have been killed before its record was written.
+    if (e.status == RankStatus::kCollateral && !e.failed()) collateral.push_back(e.rank);
     if (!e.failed()) continue;
     if (e.stopRequested && !e.culprit()) {
       collateral.push_back(e.rank);
@@ -60,8 +75,9 @@ void failedRanks(const RunData& run, const TimingAnalysis&, Findings& out) {
         fmt::format("{} rank(s) were stopped by the launcher after another rank failed or the job was interrupted; "
                     "they are not at fault",
                     collateral.size()),
-        "look at the rank_failed finding (the first failure); these ranks only followed it", Confidence::kHigh,
-        "run.json's ranks: their status is collateral or stopped");
+        fmt::format("look at the {} finding (the first failure); these ranks only followed it",
+                    run.lostHost ? "host_lost" : "rank_failed"),
+        Confidence::kHigh, "run.json's ranks: their status is collateral or stopped");
 }
 
 // A restarted job: what each restart cost (steps redone since the last checkpoint).
@@ -82,14 +98,18 @@ void restarts(const RunData& run, const TimingAnalysis&, Findings& out) {
     const int64_t stepsBefore = *before.lastStep - before.firstStep.value_or(0) + 1;
     const double secondsPerStep = stepsBefore > 0 ? before.stepSeconds / static_cast<double>(stepsBefore) : 0;
     add(out, FindingKind::kRestart, redone > 0 ? Severity::kWarning : Severity::kInfo, {},
-        fmt::format(
-            "attempt {} failed after step {}; attempt {} {}: {} step(s) ({} samples, about {:.2f} s of training) "
-            "were lost and done again",
-            before.attempt, *before.lastStep, after.attempt,
-            !after.firstStep ? "wrote no timings"
-            : resumed == 0   ? "started from step 0 (no checkpoint)"
-                             : fmt::format("resumed from the checkpoint at step {}", resumed),
-            redone, redone * before.samplesPerStep, static_cast<double>(redone) * secondsPerStep),
+        fmt::format("attempt {} {} after step {}; attempt {} {}: {} step(s) ({} samples, about {:.2f} s of training) "
+                    "were lost and done again",
+                    before.attempt,
+                    before.lostHost ? fmt::format("lost host {}", *before.lostHost) : std::string("failed"),
+                    *before.lastStep, after.attempt,
+                    !after.firstStep ? "wrote no timings"
+                    : resumed == 0   ? "started from step 0 (no checkpoint)"
+                                     : fmt::format("resumed from the checkpoint at step {}", resumed) +
+                                         (after.ranks > 0 && after.ranks != before.ranks
+                                              ? fmt::format(" with {} ranks instead of {}", after.ranks, before.ranks)
+                                              : ""),
+                    redone, redone * before.samplesPerStep, static_cast<double>(redone) * secondsPerStep),
         redone > 0
             ? fmt::format("checkpoint more often (train --checkpoint-every N) so that a restart redoes less; find "
                           "why attempt {} failed in {}",

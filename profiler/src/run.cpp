@@ -82,12 +82,14 @@ void loadExit(const std::string& file, RunData& run) {
   }
 }
 
-void loadManifest(const std::string& file, RunData& run) {
+void loadManifest(const std::string& file, RunData& run, std::vector<EarlierAttempt>& earlier) {
   auto object = readJsonFile(file, run.problems);
   if (!object) return;
   try {
     const auto manifest = runManifestFromJson(*object);
     run.worldSize = manifest.np;
+    run.lostHost = manifest.lostHost;
+    earlier = manifest.earlierAttempts;
     run.command = manifest.command;
     run.instance = manifest.instanceName().value_or("");
     for (const auto& h : manifest.hosts) run.hosts.insert(h.host);
@@ -105,6 +107,7 @@ AttemptSteps summarise(int attempt, const TimingsByRank& timings) {
       out.lastStep = std::max(out.lastStep.value_or(r.step), r.step);
     }
   }
+  out.ranks = static_cast<int>(timings.size());
   if (!timings.empty()) {
     const auto& lowest = timings.begin()->second;
     for (const auto& r : lowest) out.stepSeconds += r.stepMs / 1e3;
@@ -165,11 +168,13 @@ void chooseHosts(RunData& run) {
   if (run.hosts.empty() && run.nccl) run.hosts = run.nccl->hosts;
 }
 
-void loadAttempts(const RunLayout& layout, RunData& run) {
+void loadAttempts(const RunLayout& layout, const std::vector<EarlierAttempt>& recorded, RunData& run) {
   for (int attempt : layout.attempts()) {
     TimingsByRank earlier;
     for (const auto& file : layout.attempt(attempt).timingsFiles()) loadTimings(file, earlier, run.problems);
     run.attempts.push_back(summarise(attempt, earlier));
+    for (const auto& a : recorded)
+      if (a.attempt == attempt) run.attempts.back().lostHost = a.lostHost;
   }
   if (!run.attempts.empty()) run.attempts.push_back(summarise(run.attempts.back().attempt + 1, run.timings));
 }
@@ -187,7 +192,8 @@ RunData loadRun(const std::string& dir) {
     throw ConfigError(fmt::format("{} is not a run directory: it has no {}", dir, RunLayout::whatMarksARun()));
   RunData run;
   run.dir = dir;
-  if (layout.hasManifest()) loadManifest(layout.manifest(), run);
+  std::vector<EarlierAttempt> earlier;  // run.json's record of the attempts before the last
+  if (layout.hasManifest()) loadManifest(layout.manifest(), run, earlier);
   for (const auto& file : timingFiles) loadTimings(file, run.timings, run.problems);
   for (const auto& file : exitFiles) loadExit(file, run);
   for (const auto& file : layout.utilisationFiles()) loadUtilisation(file, run);
@@ -197,7 +203,7 @@ RunData loadRun(const std::string& dir) {
   if (!ncclFiles.empty()) run.nccl = readNcclLogs(ncclFiles);
   for (const auto& file : layout.benchResults()) loadBench(file, run);
   chooseHosts(run);
-  loadAttempts(layout, run);
+  loadAttempts(layout, earlier, run);
   if (!run.worldSize) {
     for (const auto& [rank, records] : run.timings)
       for (const auto& r : records)

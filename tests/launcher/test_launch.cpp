@@ -194,6 +194,45 @@ TEST_CASE("restarts: failed attempts are kept and recorded until one succeeds", 
   fs::remove_all(dir);
 }
 
+TEST_CASE("restarts: after a lost host, on the hosts left only when --min-np allows", "[launcher][restart]") {
+  const auto dir = freshDir("ddp-restarts-host");
+  const ddp::RunLayout layout(dir.string());
+  layout.makeRankDirectories(false);
+  JobOutcome lost;
+  lost.exitCode = 1;
+  lost.summary = "host b lost";
+  lost.np = 6;
+  lost.lostHost = "b";
+  lost.ranksLeft = 4;
+  JobSettings settings;
+  settings.maxRestarts = 2;
+  settings.minNp = 4;
+  std::vector<int> nps;
+  CHECK(runWithRestarts(layout, settings, [&](int attempt) {
+          nps.push_back(settings.np);
+          if (attempt == 0) return lost;
+          JobOutcome ok;
+          ok.np = settings.np;
+          return ok;
+        }) == 0);
+  CHECK(nps == std::vector<int>{0, 4});  // attempt 1 ran 4 ranks without host b
+  CHECK(settings.lostHosts == std::vector<std::string>{"b"});
+  REQUIRE(settings.earlierAttempts.size() == 1);
+  CHECK(settings.earlierAttempts[0].np == 6);
+  CHECK(settings.earlierAttempts[0].lostHost == "b");
+
+  for (int minNp : {0, 5}) {  // not allowed, or too few ranks left: no restart
+    JobSettings strict;
+    strict.maxRestarts = 2;
+    strict.minNp = minNp;
+    int calls = 0;
+    CHECK(runWithRestarts(layout.attempt(9), strict, [&](int) { return ++calls, lost; }) == 1);
+    CHECK(calls == 1);
+    CHECK(strict.lostHosts.empty());
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][verdict]") {
   VerdictInput in;
   in.np = 4;

@@ -237,3 +237,26 @@ TEST_CASE("ranksByHost: the hosts' slots filled in order", "[launcher][plan]") {
   CHECK(byHost[1] == std::pair<std::string, std::vector<int>>{"b", {2, 3}});
   CHECK(byHost[2].second.empty());
 }
+
+TEST_CASE("a host lost in an earlier attempt is left out (--min-np)", "[launcher][plan]") {
+  auto o = options();
+  o.hostList = "a:2,b:2,c:2";
+  o.excludedHosts = {"b"};
+  o.np = 4;
+  const auto plan = makeLaunchPlan(o, context());
+  CHECK(plan.hosts == std::vector<HostSlots>{{"a", 2}, {"c", 2}});
+  CHECK(contains(plan.argv, {"-np", "4", "--host", "a:2,c:2"}));
+  o.excludedHosts = {"a"};  // the first host held the rendezvous: the next one does now
+  CHECK(makeLaunchPlan(o, context()).masterAddr == "b");
+  o.excludedHosts = {"a", "b", "c"};
+  CHECK_THROWS_WITH(makeLaunchPlan(o, context()), Catch::Equals("every host was lost"));
+
+  auto s = options();
+  s.launcher = "srun";
+  s.excludedHosts = {"n2"};
+  s.np = 2;
+  auto inside = context({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "n[1-3]"}, {"SLURM_TASKS_PER_NODE", "2(x3)"}});
+  const auto step = makeLaunchPlan(s, inside);
+  CHECK(contains(step.argv, {"--ntasks=2"}));
+  CHECK(contains(step.argv, {"--exclude=n2", "--nodes=2"}));  // srun would otherwise ask for every node
+}

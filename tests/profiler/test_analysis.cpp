@@ -288,6 +288,40 @@ TEST_CASE("a restarted run: what the restart redid, collateral ranks, hosts and 
   fs::remove_all(dir);
 }
 
+TEST_CASE("a lost host is the finding to fix first; a restart on fewer ranks says so", "[profiler][analysis]") {
+  auto run = makeRun(4, 10, 8, [](int) { return RankShape{1, 3, 5, 1, 5}; });
+  run.lostHost = "sim1";
+  for (int r = 0; r < 4; ++r) {
+    ddp::RankExitRecord e;
+    e.rank = r;
+    e.host = r < 2 ? "sim0" : "sim1";
+    e.status = r < 2 ? ddp::RankStatus::kCollateral : ddp::RankStatus::kLost;
+    if (r == 1) e.signal = 15, e.stopRequested = true;  // rank 0 was killed before its record was written
+    run.exits.push_back(e);
+  }
+  auto findings = diagnose(run, analyseTimings(run));
+  REQUIRE(!findings.empty());
+  CHECK(findingKindName(findings.front().kind) == "host_lost");
+  CHECK(findings.front().ranks == std::vector<int>{2, 3});
+  CHECK_THAT(findings.front().evidence, Catch::StartsWith("host sim1 was lost: rank(s) 2, 3 there stopped answering"));
+  std::vector<int> stopped;
+  for (const auto& f : findings)
+    if (findingKindName(f.kind) == "ranks_stopped") stopped = f.ranks;
+  CHECK(stopped == std::vector<int>{0, 1});
+
+  run.lostHost.reset();
+  run.exits.clear();
+  AttemptSteps before, after;
+  before.attempt = 0, before.firstStep = 0, before.lastStep = 34, before.ranks = 4, before.lostHost = "sim1";
+  after.attempt = 1, after.firstStep = 30, after.lastStep = 199, after.ranks = 2;
+  run.attempts = {before, after};
+  std::string restart;
+  for (const auto& f : diagnose(run, analyseTimings(run)))
+    if (findingKindName(f.kind) == "restart") restart = f.evidence;
+  CHECK_THAT(restart, Catch::StartsWith("attempt 0 lost host sim1 after step 34; attempt 1 resumed from the "
+                                        "checkpoint at step 30 with 2 ranks instead of 4: 5 step(s)"));
+}
+
 TEST_CASE("utilisation: GPUs idle while their rank waits, and fake-busy GPUs", "[profiler][analysis]") {
   // Both ranks wait 5 of 15 ms for communication (comm_wait) and 1 ms for data.
   auto run = makeRun(2, 10, 8, [](int) { return RankShape{1, 3, 5, 1, 5}; });

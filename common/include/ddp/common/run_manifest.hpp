@@ -32,7 +32,9 @@ struct EarlierAttempt {
   int attempt = 0;
   int exitCode = 0;
   std::string reason;
-  std::string files;  // relative to the run directory: attempts/K
+  std::string files;                      // relative to the run directory: attempts/K
+  int np = 0;                             // its ranks (0: not recorded)
+  std::optional<std::string> lostHost{};  // the host it lost, when that was its failure
 };
 
 struct HangRecord {

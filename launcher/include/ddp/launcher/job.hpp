@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ struct JobSettings {
   std::string mpirun;                // for the version in run.json
   int attempt = 0;                   // of --max-restarts: 0 first
   int maxRestarts = 0;
+  int minNp = 0;  // --min-np: after a host is lost, restart on the hosts left when they hold this many ranks (0: never)
+  std::vector<std::string> lostHosts;           // hosts lost in earlier attempts: later attempts run without them
+  int np = 0;                                   // ranks of the next attempt once hosts were lost (0: as planned)
   std::vector<EarlierAttempt> earlierAttempts;  // for run.json
   nlohmann::json instance;                      // --instance, decoded (docs/compare.md); null when not given
 };
@@ -35,6 +39,11 @@ struct JobOutcome {
   int exitCode = 0;
   bool interrupted = false;  // ddprun got SIGINT/SIGTERM/SIGHUP: no restart
   std::string summary;       // "rank 2 failed: exit code 7"
+  int np = 0;                // ranks of the attempt
+  // The host that was lost (the verdict's culprit), as the plan names it (-H, the hostfile, the
+  // Slurm allocation), and the ranks the plan had placed on the others.
+  std::optional<std::string> lostHost{};
+  int ranksLeft = 0;
 };
 
 // controlFd: the listening socket whose port is in the plan's DDPRUN_CONTROL. The report of a

@@ -13,26 +13,27 @@
 namespace ddp::launcher {
 
 struct LaunchOptions {
-  std::optional<int> np;             // -np; default: every slot
-  std::string hostList;              // -H a:8,b:8
-  std::string hostfile;              // --hostfile (its text comes in the context)
-  int nprocPerNode = 0;              // --nproc-per-node: slots per host, torchrun-style
-  std::string runDir;                // --run-dir; default ddprun-runs/<timestamp>-<program>
-  bool profile = false;              // --profile: NCCL debug capture into the run directory
-  int sampleMs = 500;                // --sample-ms: utilisation samples of a profiled run (0: none)
-  bool instrument = true;            // with --profile, time Python ranks' steps (--no-instrument)
-  int maxRestarts = 0;               // --max-restarts, for TORCHELASTIC_MAX_RESTARTS
-  std::string ncclDebug;             // --nccl-debug LEVEL
-  std::string ncclSubsys;            // --nccl-subsys LIST
-  std::vector<std::string> exports;  // -x VAR[=VALUE]
-  std::string mpiArgs;               // --mpi-args "...", split like a shell would (quotes)
-  std::string launcher = "mpirun";   // --launcher mpirun | srun (inside a Slurm allocation)
-  bool oversubscribe = false;        // --oversubscribe
-  std::string output = "tag";        // --output tag | rank:N | quiet
-  double graceSeconds = 5;           // --grace: SIGTERM to SIGKILL when stopping ranks
-  bool gpuBinding = true;            // CUDA_VISIBLE_DEVICES by local rank (--no-gpu-binding)
-  std::string logLevel = "info";     // --log-level, for the workers' messages too
-  std::vector<std::string> program;  // PROGRAM ARGS...
+  std::optional<int> np;                   // -np; default: every slot
+  std::string hostList;                    // -H a:8,b:8
+  std::string hostfile;                    // --hostfile (its text comes in the context)
+  int nprocPerNode = 0;                    // --nproc-per-node: slots per host, torchrun-style
+  std::string runDir;                      // --run-dir; default ddprun-runs/<timestamp>-<program>
+  bool profile = false;                    // --profile: NCCL debug capture into the run directory
+  int sampleMs = 500;                      // --sample-ms: utilisation samples of a profiled run (0: none)
+  bool instrument = true;                  // with --profile, time Python ranks' steps (--no-instrument)
+  int maxRestarts = 0;                     // --max-restarts, for TORCHELASTIC_MAX_RESTARTS
+  std::string ncclDebug;                   // --nccl-debug LEVEL
+  std::string ncclSubsys;                  // --nccl-subsys LIST
+  std::vector<std::string> exports;        // -x VAR[=VALUE]
+  std::string mpiArgs;                     // --mpi-args "...", split like a shell would (quotes)
+  std::string launcher = "mpirun";         // --launcher mpirun | srun (inside a Slurm allocation)
+  bool oversubscribe = false;              // --oversubscribe
+  std::string output = "tag";              // --output tag | rank:N | quiet
+  double graceSeconds = 5;                 // --grace: SIGTERM to SIGKILL when stopping ranks
+  bool gpuBinding = true;                  // CUDA_VISIBLE_DEVICES by local rank (--no-gpu-binding)
+  std::string logLevel = "info";           // --log-level, for the workers' messages too
+  std::vector<std::string> program;        // PROGRAM ARGS...
+  std::vector<std::string> excludedHosts;  // lost in an earlier attempt (--min-np): left out of the hosts
 };
 
 // What the plan needs from the world, gathered by the caller.

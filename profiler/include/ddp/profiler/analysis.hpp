@@ -117,6 +117,7 @@ std::string_view confidenceName(Confidence c);
 // What a finding is about (docs/profiler.md, "Findings").
 enum class FindingKind {
   kRankFailed,             // a rank failed on its own (the launcher's culprit first)
+  kHostLost,               // every rank of one host went silent at once: the host died or its link went down
   kRanksStopped,           // ranks the launcher stopped after another failed: collateral
   kRestart,                // what a restart of the job redid
   kNcclError,              // NCCL WARN lines and failures

@@ -33,6 +33,8 @@ struct AttemptSteps {
   std::optional<int64_t> firstStep, lastStep;  // none: the attempt wrote no timings
   double stepSeconds = 0;                      // rank 0's (else the lowest rank's) step time, summed
   int64_t samplesPerStep = 0;                  // over all ranks
+  int ranks = 0;                               // that wrote timings
+  std::optional<std::string> lostHost;         // run.json: the host the attempt lost (its failure)
 };
 
 struct RunData {
@@ -48,6 +50,7 @@ struct RunData {
   std::map<int, std::vector<UtilSample>> utilisation;  // rank -> samples in time order
   std::map<int, TimingSource> sources;                 // rank -> where its timings came from (source.json)
   std::vector<AttemptSteps> attempts;                  // when the job was restarted: every attempt, in order
+  std::optional<std::string> lostHost;                 // run.json "lost_host": the host the (last) attempt lost
   std::vector<std::string> problems;                   // "file:line: what", in reading order
 };
 

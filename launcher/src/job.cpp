@@ -478,10 +478,7 @@ bool Job::findStalled() {
 // The failure on ddprun's console: the hung ranks or the culprit with the end of its log, then
 // the collateral and the lost ranks.
 void Job::reportVerdict(const Verdict& v) {
-  const std::string collateral =
-      v.collateral.empty()
-          ? ""
-          : fmt::format("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(v.collateral));
+  const std::string collateral = collateralLine(v);
   if (v.hang) {
     for (int r : hung_) {
       const auto& rec = v.records.at(r);
@@ -520,20 +517,9 @@ void Job::reportVerdict(const Verdict& v) {
     logger()->warn("stopped by {}: rank(s) {} were stopped", signalName(*interruptedBy_),
                    v.collateral.empty() ? "none" : rankList(v.collateral));
   }
-  std::vector<int> lost = v.lost;  // those of a lost host are named with it
-  if (v.lostHost) {
-    logger()->error(
-        "host {} was lost: ranks {} there stopped answering ddprun together, without an exit record (the "
-        "host died, or its link to {} went down)",
-        *v.lostHost, rankList(v.lostHostRanks), localHost_);
-    if (!collateral.empty()) logger()->error("{}", collateral);
-    lost.erase(std::remove_if(lost.begin(), lost.end(), [&](int r) { return v.records.at(r).host == *v.lostHost; }),
-               lost.end());
-  }
-  if (!lost.empty())
-    logger()->error(
-        "rank(s) {} left no exit record: never started, or the worker was killed{}", rankList(lost),
-        mpirunStatus_ && mpirunStatus_->failed() ? fmt::format(" (mpirun: {})", mpirunStatus_->describe()) : "");
+  const auto launcherNote =
+      mpirunStatus_ && mpirunStatus_->failed() ? fmt::format("{}: {}", plan_.launcher, mpirunStatus_->describe()) : "";
+  for (const auto& line : lostLines(v, localHost_, plan_.launcher, launcherNote)) logger()->error("{}", line);
   if (!teardownReason_.empty() && !v.culprit && !v.lostHost && !interruptedBy_ && !v.hang)
     logger()->error("{}", teardownReason_);
 }
@@ -550,7 +536,7 @@ void Job::profile() {
 
 JobOutcome Job::finish() {
   if (progress_) progress_->clear();  // the report and the verdict follow
-  VerdictInput input{plan_.np, records_, {}, hung_, interruptedBy_, mpirunStatus_, {}};
+  VerdictInput input{plan_.np, records_, {}, hung_, interruptedBy_, mpirunStatus_, {}, ranksByHost(plan_)};
   for (const auto& [r, p] : byRank_) {
     RankExitRecord known;
     known.host = p->host;

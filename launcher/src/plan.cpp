@@ -270,10 +270,11 @@ std::vector<std::string> srunArgv(const LaunchOptions& o, const PlanContext& ctx
   std::vector<std::string> a = {ctx.srun,          "--mpi=pmix",           "--ntasks=" + std::to_string(plan.np),
                                 "--cpu-bind=none", "--kill-on-bad-exit=0", "--export=ALL"};
   if (oversubscribe) a.push_back("--overcommit");
-  if (!o.excludedHosts.empty()) {  // a host lost: the allocation's other nodes only
+  if (!o.excludedHosts.empty()) {  // a host lost: the allocation's other nodes only, sharing the CPUs that
+    // the lost node's step still holds in slurmctld's view (it never completes there)
     std::string excluded;
     for (const auto& h : o.excludedHosts) excluded += (excluded.empty() ? "" : ",") + h;
-    a.insert(a.end(), {"--exclude=" + excluded, "--nodes=" + std::to_string(plan.hosts.size())});
+    a.insert(a.end(), {"--exclude=" + excluded, "--nodes=" + std::to_string(plan.hosts.size()), "--overlap"});
   }
   for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
   a.insert(a.end(), {ctx.worker, "worker", "--"});
@@ -305,6 +306,10 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
                                     {"OMPI_MCA_oob_tcp_keepalive_intvl", "4"},
                                     {"OMPI_MCA_oob_tcp_keepalive_probes", "4"}})
     if (!ctx.environment.has(name)) plan.mpirunEnv[name] = value;
+  // Likewise for the srun that mpirun starts its daemons with inside an allocation, after a host loss.
+  if (!o.excludedHosts.empty() && ctx.environment.has(ddp::env::kSlurmJobId) &&
+      !ctx.environment.has("OMPI_MCA_plm_slurm_args"))
+    plan.mpirunEnv["OMPI_MCA_plm_slurm_args"] = "--overlap";
   if (ctx.root) {
     plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRoot)] = "1";
     plan.mpirunEnv[std::string(ddp::env::kOmpiAllowRootConfirm)] = "1";

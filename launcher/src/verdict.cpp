@@ -1,6 +1,9 @@
 #include "verdict.hpp"
 
+#include "ddp/common/text.hpp"
 #include "ddp/launcher/rank.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -40,38 +43,29 @@ void chooseExit(const VerdictInput& in, Verdict& v) {
   }
 }
 
-// The host whose ranks' connections all dropped without an exit record, the first of them before any
-// rank failed on its own (a host that dies takes its workers with it; the others fail after it).
-void findLostHost(const VerdictInput& in, Verdict& v) {
-  std::map<std::string, std::vector<int>> byHost;
-  for (const auto& [r, rec] : v.records)
-    if (!rec.host.empty()) byHost[rec.host].push_back(r);
-  int64_t firstFailure = INT64_MAX;
+int64_t firstOwnFailure(const VerdictInput& in) {
+  int64_t first = INT64_MAX;
   for (const auto& [r, rec] : in.reported)
-    if (rec.failedOnItsOwn()) firstFailure = std::min(firstFailure, rec.endUnixUs);
-  int64_t best = INT64_MAX;
-  for (const auto& [host, ranks] : byHost) {
-    int64_t first = INT64_MAX;
-    bool all = true;
-    for (int r : ranks) {
-      const auto it = in.dropped.find(r);
-      all = all && !in.reported.count(r) && it != in.dropped.end();
-      if (it != in.dropped.end()) first = std::min(first, it->second);
-    }
-    if (all && first <= firstFailure && first < best) best = first, v.lostHost = host, v.lostHostRanks = ranks;
-  }
-  if (!v.lostHost) return;
-  // What failed after the host went is collateral: its peers' collectives broke with it. So is a rank
-  // elsewhere whose worker went quiet after the host did: mpirun, having lost that host's daemon,
-  // kills every local process a second after SIGTERM, worker included, record or not.
+    if (rec.failedOnItsOwn()) first = std::min(first, rec.endUnixUs);
+  return first;
+}
+
+// The host is the culprit: what failed elsewhere is collateral (its peers' collectives broke with it),
+// and so is a rank elsewhere whose worker went quiet at `since` or after: mpirun, having lost that
+// host's daemon, kills every local process a second after SIGTERM, worker included, record or not
+// (srun ends the whole step when it cannot start a node's tasks).
+void blameHost(const VerdictInput& in, Verdict& v, const std::string& host, std::vector<int> ranks, int64_t since) {
+  v.lostHost = host;
+  v.lostHostRanks = std::move(ranks);
   v.culprit.reset();
   v.alsoFailed.clear();
   v.collateral.clear();
   v.lost.clear();
   for (auto& [r, rec] : v.records) {
     const auto dropped = in.dropped.find(r);
-    const bool quietAfter = rec.status == RankStatus::kLost && rec.host != *v.lostHost && dropped != in.dropped.end() &&
-                            dropped->second >= best;
+    const bool there = std::count(v.lostHostRanks.begin(), v.lostHostRanks.end(), r) > 0;
+    const bool quietAfter =
+        rec.status == RankStatus::kLost && !there && dropped != in.dropped.end() && dropped->second >= since;
     if (rec.status == RankStatus::kCulprit || rec.status == RankStatus::kFailed ||
         rec.status == RankStatus::kCollateral || rec.status == RankStatus::kStopped || quietAfter) {
       rec.status = RankStatus::kCollateral;
@@ -80,6 +74,49 @@ void findLostHost(const VerdictInput& in, Verdict& v) {
       v.lost.push_back(r);
     }
   }
+}
+
+// The host whose ranks' connections all dropped without an exit record, the first of them before any
+// rank failed on its own (a host that dies takes its workers with it; the others fail after it).
+void findLostHost(const VerdictInput& in, Verdict& v) {
+  std::map<std::string, std::vector<int>> byHost;
+  for (const auto& [r, rec] : v.records)
+    if (!rec.host.empty()) byHost[rec.host].push_back(r);
+  const int64_t firstFailure = firstOwnFailure(in);
+  int64_t best = INT64_MAX;
+  const std::vector<int>* lost = nullptr;
+  const std::string* lostHost = nullptr;
+  for (const auto& [host, ranks] : byHost) {
+    int64_t first = INT64_MAX;
+    bool all = true;
+    for (int r : ranks) {
+      const auto it = in.dropped.find(r);
+      all = all && !in.reported.count(r) && it != in.dropped.end();
+      if (it != in.dropped.end()) first = std::min(first, it->second);
+    }
+    if (all && first <= firstFailure && first < best) best = first, lost = &ranks, lostHost = &host;
+  }
+  if (lost) blameHost(in, v, *lostHost, *lost, best);
+}
+
+// The first host none of whose ranks reached ddprun while another host's did, when no rank failed
+// on its own: it never came up (down, unreachable, or the launcher could not start its ranks).
+bool findHostNeverUp(const VerdictInput& in, Verdict& v) {
+  const auto arrived = [&](int r) { return in.known.count(r) > 0 || in.reported.count(r) > 0; };
+  bool someArrived = false;
+  const std::pair<std::string, std::vector<int>>* silent = nullptr;
+  for (const auto& placed : in.placement) {
+    const auto& ranks = placed.second;
+    if (std::any_of(ranks.begin(), ranks.end(), arrived))
+      someArrived = true;
+    else if (!silent && !ranks.empty())
+      silent = &placed;
+  }
+  if (!silent || !someArrived || firstOwnFailure(in) != INT64_MAX) return false;
+  blameHost(in, v, silent->first, silent->second, INT64_MIN);
+  v.hostNeverUp = true;
+  for (int r : silent->second) v.records[r].host = silent->first;  // where they were to run
+  return true;
 }
 
 }  // namespace
@@ -105,9 +142,36 @@ Verdict judgeRanks(const VerdictInput& in) {
     if (rec.status == RankStatus::kFailed) v.alsoFailed.push_back(r);
     v.records[r] = rec;
   }
-  if (!v.hang && !in.interruptedBy) findLostHost(in, v);
+  if (!v.hang && !in.interruptedBy && !findHostNeverUp(in, v)) findLostHost(in, v);
   chooseExit(in, v);
   return v;
+}
+
+std::string collateralLine(const Verdict& v) {
+  return v.collateral.empty()
+             ? ""
+             : fmt::format("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(v.collateral));
+}
+
+std::vector<std::string> lostLines(const Verdict& v, const std::string& localHost, const std::string& launcher,
+                                   const std::string& launcherNote) {
+  std::vector<std::string> out;
+  std::vector<int> lost = v.lost;  // those of a lost host are named with it
+  if (v.lostHost) {
+    out.push_back(v.hostNeverUp ? fmt::format("host {} never came up: none of its ranks ({}) reached ddprun (the "
+                                              "host is down or unreachable, or {} could not start them there)",
+                                              *v.lostHost, rankList(v.lostHostRanks), launcher)
+                                : fmt::format("host {} was lost: ranks {} there stopped answering ddprun together, "
+                                              "without an exit record (the host died, or its link to {} went down)",
+                                              *v.lostHost, rankList(v.lostHostRanks), localHost));
+    if (!v.collateral.empty()) out.push_back(collateralLine(v));
+    lost.erase(std::remove_if(lost.begin(), lost.end(), [&](int r) { return v.records.at(r).host == *v.lostHost; }),
+               lost.end());
+  }
+  if (!lost.empty())
+    out.push_back(fmt::format("rank(s) {} left no exit record: never started, or the worker was killed{}",
+                              rankList(lost), launcherNote.empty() ? "" : " (" + launcherNote + ")"));
+  return out;
 }
 
 }  // namespace ddp::launcher

@@ -8,6 +8,8 @@
 
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ddp::launcher {
@@ -20,6 +22,7 @@ struct VerdictInput {
   std::optional<int> interruptedBy;        // the signal that stopped ddprun
   std::optional<ExitStatus> mpirun;        // how mpirun ended
   std::map<int, int64_t> dropped;          // ranks whose worker's connection closed without an exit record, when (µs)
+  std::vector<std::pair<std::string, std::vector<int>>> placement;  // where the plan put the ranks (ranksByHost)
 };
 
 struct Verdict {
@@ -31,13 +34,22 @@ struct Verdict {
   std::vector<int> lost;
   // A host whose ranks were all lost at once, before anything else failed: it died or its link went
   // down. It is the culprit then (culprit stays empty), and what failed after it is collateral.
+  // Or a host none of whose ranks ever reached ddprun while other hosts' ranks did (hostNeverUp).
   std::optional<std::string> lostHost;
   std::vector<int> lostHostRanks;
+  bool hostNeverUp = false;
   RunStatus status = RunStatus::kSucceeded;
   int exitCode = 0;  // 128 + signal when interrupted, 124 for a hang, the culprit's shell code, 1 for a lost host, 1
                      // (or mpirun's) for lost ranks
 };
 
 Verdict judgeRanks(const VerdictInput& input);
+
+// "rank(s) 0, 1 were stopped because of it (collateral, not at fault)"; "" when there are none.
+std::string collateralLine(const Verdict& v);
+// What ddprun says of a lost host (or one that never came up) and its collateral, then of the
+// ranks lost elsewhere; launcherNote ("mpirun: exit code 205") is added to the latter.
+std::vector<std::string> lostLines(const Verdict& v, const std::string& localHost, const std::string& launcher,
+                                   const std::string& launcherNote);
 
 }  // namespace ddp::launcher

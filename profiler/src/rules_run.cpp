@@ -38,12 +38,16 @@ std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const Ti
 void failedRanks(const RunData& run, const TimingAnalysis&, Findings& out) {
   if (run.lostHost) {
     std::vector<int> there;
+    bool neverUp = true;  // no worker there ever said hello to the launcher
     for (const auto& e : run.exits)
-      if (e.host == *run.lostHost) there.push_back(e.rank);
+      if (e.host == *run.lostHost) there.push_back(e.rank), neverUp = neverUp && e.workerPid <= 0;
     add(out, FindingKind::kHostLost, Severity::kCritical, there,
-        fmt::format("host {} was lost: rank(s) {} there stopped answering the launcher together, without an exit "
-                    "record (the host died, or its network link went down)",
-                    *run.lostHost, rankList(there)),
+        neverUp ? fmt::format("host {} never came up: none of its ranks ({}) reached the launcher (the host is down "
+                              "or unreachable, or the launcher could not start them there)",
+                              *run.lostHost, rankList(there))
+                : fmt::format("host {} was lost: rank(s) {} there stopped answering the launcher together, without "
+                              "an exit record (the host died, or its network link went down)",
+                              *run.lostHost, rankList(there)),
         "check that host: is it up, what its kernel log says (out of memory, a panic), is its link up; to go on "
         "without it next time, checkpoint and run with ddprun --max-restarts N --min-np M (docs/reliability.md)",
         Confidence::kHigh, fmt::format("ping {0}; ssh {0} 'dmesg | tail -50; ip -s link'", *run.lostHost));

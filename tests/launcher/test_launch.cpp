@@ -250,6 +250,10 @@ TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][v
   CHECK(v.records.at(1).status == RankStatus::kOk);
   CHECK(v.records.at(3).status == RankStatus::kLost);
   CHECK(v.records.at(3).host == "node-b");
+  CHECK(lostLines(v, "vm", "srun", "srun: exit code 1") ==
+        std::vector<std::string>{"host node-b never came up: none of its ranks (2, 3) reached ddprun (the host is "
+                                 "down or unreachable, or srun could not start them there)",
+                                 "rank(s) 0, 1 were stopped because of it (collateral, not at fault)"});
   CHECK(v.collateral == std::vector<int>{0});
   CHECK(v.lost == std::vector<int>{3});
   CHECK(v.status == RunStatus::kFailed);
@@ -346,6 +350,26 @@ TEST_CASE("verdict: a host whose ranks all dropped at once, first, is the culpri
   v = judgeRanks(killed);
   CHECK(v.collateral == std::vector<int>{1});
   CHECK(v.lost == std::vector<int>{0, 2, 3});
+  // A host none of whose ranks arrived, while node-a's did (srun then ended the step there): it
+  // never came up, and node-a's ranks are collateral; with no rank arrived at all, no host is named.
+  VerdictInput never;
+  never.np = 4;
+  never.placement = {{"node-a", {0, 1}}, {"node-b", {2, 3}}};
+  for (int r : {0, 1}) {
+    never.known[r].host = "node-a";
+    never.dropped[r] = 100 + r;
+  }
+  v = judgeRanks(never);
+  REQUIRE(v.lostHost);
+  CHECK(*v.lostHost == "node-b");
+  CHECK(v.hostNeverUp);
+  CHECK(v.lostHostRanks == std::vector<int>{2, 3});
+  CHECK(v.records.at(3).host == "node-b");
+  CHECK(v.collateral == std::vector<int>{0, 1});
+  CHECK(v.exitCode == 1);
+  never.known.clear();
+  never.dropped.clear();
+  CHECK_FALSE(judgeRanks(never).lostHost);
   // One rank of a host lost is not the host lost.
   auto one = in;
   one.dropped.erase(3);

@@ -258,5 +258,8 @@ TEST_CASE("a host lost in an earlier attempt is left out (--min-np)", "[launcher
   auto inside = context({{"SLURM_JOB_ID", "7"}, {"SLURM_JOB_NODELIST", "n[1-3]"}, {"SLURM_TASKS_PER_NODE", "2(x3)"}});
   const auto step = makeLaunchPlan(s, inside);
   CHECK(contains(step.argv, {"--ntasks=2"}));
-  CHECK(contains(step.argv, {"--exclude=n2", "--nodes=2"}));  // srun would otherwise ask for every node
+  // srun would otherwise ask for every node, and wait for the CPUs the lost node's step holds
+  CHECK(contains(step.argv, {"--exclude=n2", "--nodes=2", "--overlap"}));
+  s.launcher = "mpirun";
+  CHECK(makeLaunchPlan(s, inside).mpirunEnv.at("OMPI_MCA_plm_slurm_args") == "--overlap");
 }

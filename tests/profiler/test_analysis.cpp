@@ -296,6 +296,7 @@ TEST_CASE("a lost host is the finding to fix first; a restart on fewer ranks say
     e.rank = r;
     e.host = r < 2 ? "sim0" : "sim1";
     e.status = r < 2 ? ddp::RankStatus::kCollateral : ddp::RankStatus::kLost;
+    e.workerPid = 100 + r;                              // every worker said hello
     if (r == 1) e.signal = 15, e.stopRequested = true;  // rank 0 was killed before its record was written
     run.exits.push_back(e);
   }
@@ -308,6 +309,10 @@ TEST_CASE("a lost host is the finding to fix first; a restart on fewer ranks say
   for (const auto& f : findings)
     if (findingKindName(f.kind) == "ranks_stopped") stopped = f.ranks;
   CHECK(stopped == std::vector<int>{0, 1});
+  for (auto& e : run.exits)
+    if (e.host == "sim1") e.workerPid = -1;  // none of sim1's workers reached the launcher
+  CHECK_THAT(diagnose(run, analyseTimings(run)).front().evidence,
+             Catch::StartsWith("host sim1 never came up: none of its ranks (2, 3) reached the launcher"));
 
   run.lostHost.reset();
   run.exits.clear();

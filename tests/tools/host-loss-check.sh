@@ -9,15 +9,11 @@
 #             programs and mpirun's daemon there, so nothing is left on sim1 either;
 #   never     sim1's link down before the start: ddprun fails (non-zero) and leaves nothing;
 #   signals   SIGINT and SIGTERM to ddprun, 10 times each: exit 130/143, nothing left on either host.
-# With FAULT_TABLE=FILE, appends one JSON row per scenario to FILE (scripts/host-fault-table.sh).
+# With FAULT_TABLE=FILE, appends one JSON row per scenario to FILE (row, scripts/host-fault-table.sh).
 # Exits 77 (skipped, with the reason) where network namespaces cannot be made.
 set -euo pipefail
 . "$(dirname "$0")/simhosts-lib.sh"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
-row() {  # row SCENARIO DETECTED_MS CULPRIT EXIT: nothing was left on sim0 or sim1 when it is written
-  [ -z "${FAULT_TABLE:-}" ] || printf '{"scenario": "%s", "launcher": "mpirun", "where": "simulated hosts", "ms": %s, "culprit": "%s", "exit": %s, "left": "sim0 0, sim1 0"}\n' \
-    "$1" "$2" "$3" "$4" >>"$FAULT_TABLE"
-}
 # Nothing of the job on host $1 within $2 seconds.
 empty_within() {
   for _ in $(seq 1 $(($2 * 10))); do [ -z "$(ip netns pids "ddpsim-$1")" ] && return 0; sleep 0.1; done

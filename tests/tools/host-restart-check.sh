@@ -8,6 +8,7 @@
 #             earlier attempt np 4 with lost_host sim1; nothing left on either host;
 #   refuse    without --min-np: no restart; ddprun says why (2 of the 4 ranks left) and how to
 #             allow it, exit 1, one attempt only; the report's verdict is host_lost (ranks 2, 3).
+# With FAULT_TABLE=FILE, appends one JSON row per scenario to FILE (scripts/host-fault-table.sh).
 # DDPRUN, TRAIN and DDPROF in the environment. Exits 77 (skipped, with the reason) where network
 # namespaces cannot be made.
 set -euo pipefail
@@ -53,6 +54,7 @@ resumed=$(sed -n 's/.*train: resumed from step \([0-9]*\) .*/\1/p' "$work/shrink
 [ -n "$resumed" ] && [ "$resumed" -ge 30 ] || { cat "$work/shrink/ranks/rank-00000.log"; fail "shrink: not resumed from step 30 or later"; }
 last=$(tail -1 "$work/shrink/timings/rank-00000.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
 [ "$last" = 199 ] || fail "shrink: the last step is $last, not 199"
+row "a host killed under --max-restarts 1 --min-np 2" null "host sim1 (ranks 2, 3); resumed on sim0 with 2 ranks" 0
 echo "shrink: sim1 lost after step 35, attempt 1 resumed from step $resumed with 2 ranks on sim0, exit 0, nothing left"
 
 run_killing refuse
@@ -63,5 +65,6 @@ grep -q "not restarting: host sim1 was lost, and the hosts left hold 2 of the 4 
 "$DDPROF" report "$work/refuse" >"$work/refuse-report.txt"
 grep -q "^verdict: fix first: host_lost (ranks 2, 3), high confidence: check that host" "$work/refuse-report.txt" ||
   { cat "$work/refuse-report.txt"; fail "refuse: the report's verdict is not the lost host"; }
+row "a host killed under --max-restarts 1, no --min-np" null "host sim1 (ranks 2, 3); not restarted, the reason said" 1
 echo "refuse: without --min-np, exit 1, the reason said, nothing left"
 echo ok

@@ -6,7 +6,9 @@
 #     (not from mpirun's helper step), a report;
 #   - an sbatch script that calls ddprun;
 #   - a rank that fails under either launcher: named the culprit, exit code kept, no process left;
-#   - node n2 dying under either launcher: the host and its ranks named, exit 1, nothing left;
+#   - node n2 dying or freezing (SIGSTOP) under either launcher: the host and its ranks named, exit 1,
+#     nothing left; n2 down from the start: named under srun, mpirun's own failure under mpirun;
+#   - n2 lost under --max-restarts 1 --min-np 2 (salloc --no-kill): the job resumes on n1 alone;
 #   - SIGINT and SIGTERM to ddprun mid-run, 10 times each per launcher: exit 130/143, no process
 #     of the job left on either node, no job step left in Slurm;
 #   - --launcher srun outside an allocation: one line, exit 2; `slurm-local down` leaves no daemon.
@@ -73,32 +75,109 @@ for launcher in mpirun srun; do
   row "a rank exits 7 (at step 4)" $launcher null "rank 3 on n2" 7
 done
 
-# Node n2 dies (every process in its UTS namespace, slurmd included, killed at once) under each
-# launcher: ddprun names it and its ranks, exits 1, and nothing of the job is left; then the
+# Node n2 fails under each launcher while the job trains: it dies (every process in its UTS
+# namespace, slurmd included, SIGKILL at once), or it freezes (the same processes SIGSTOPped: no
+# RST comes, as when its link goes down). ddprun names it and its ranks, exits 1 and leaves nothing
+# on n1; a frozen n2, once resumed, cleans up after itself (its workers stop their programs). The
 # cluster is started again for what follows.
-for launcher in mpirun srun; do
-  salloc -N2 -n4 "$DDPRUN" --launcher $launcher --output quiet --run-dir "$work/dies-$launcher" \
-    "$TRAIN" --backend gloo --steps 100000 >"dies-$launcher.txt" 2>&1 &
-  salloc_pid=$!
-  for _ in $(seq 1 200); do [ -s "$work/dies-$launcher/timings/rank-00003.jsonl" ] && break; sleep 0.1; done
-  [ -s "$work/dies-$launcher/timings/rank-00003.jsonl" ] || { cat "dies-$launcher.txt"; fail "$launcher: not training"; }
+n2_processes() {
+  local uts
   uts=$(readlink "/proc/$(cat /run/slurm-local/slurmd-n2.pid)/ns/uts")
-  victims=$(for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/uts" 2>/dev/null)" = "$uts" ] && basename "$p"; done || true)
-  start=$(date +%s%N)
-  kill -9 $victims
+  for p in /proc/[0-9]*; do [ "$(readlink "$p/ns/uts" 2>/dev/null)" = "$uts" ] && basename "$p"; done || true
+}
+for mode in dies freezes; do
+  for launcher in mpirun srun; do
+    name=$mode-$launcher
+    salloc -N2 -n4 "$DDPRUN" --launcher $launcher --output quiet --run-dir "$work/$name" \
+      "$TRAIN" --backend gloo --steps 100000 >"$name.txt" 2>&1 &
+    salloc_pid=$!
+    for _ in $(seq 1 200); do [ -s "$work/$name/timings/rank-00003.jsonl" ] && break; sleep 0.1; done
+    [ -s "$work/$name/timings/rank-00003.jsonl" ] || { cat "$name.txt"; fail "$name: not training"; }
+    victims=$(n2_processes)
+    start=$(date +%s%N)
+    kill -$([ $mode = dies ] && echo KILL || echo STOP) $victims
+    set +e
+    wait $salloc_pid
+    rc=$?
+    set -e
+    took=$(( ($(date +%s%N) - start) / 1000000 ))
+    [ $rc -eq 1 ] || { cat "$name.txt"; fail "$name: exit $rc, not 1"; }
+    grep -q "ddprun: host n2 was lost: ranks 2, 3 there stopped answering ddprun together" "$name.txt" ||
+      { cat "$name.txt"; fail "$name: node n2 not named"; }
+    # Dies: at once (srun: the grace period + 5 s); freezes: 10 s of silence, then the teardown.
+    bound=$([ $mode = dies ] && echo 15000 || echo 30000)
+    [ $took -le $bound ] || fail "$name: ddprun took $took ms (bound $bound ms)"
+    [ $mode = dies ] || kill -CONT $victims
+    for _ in $(seq 1 300); do [ -z "$(left "train --backend gloo --steps 100000")" ] && break; sleep 0.1; done
+    [ -z "$(left "train --backend gloo --steps 100000")" ] || fail "$name: ranks left after n2 $mode"
+    echo "$launcher: node n2 $mode: named in $took ms, exit 1, nothing left"
+    if [ $mode = dies ]; then
+      row "every process of a node killed (slurmd too)" $launcher "$took" "host n2 (ranks 2, 3)" 1
+    else
+      row "every process of a node frozen (SIGSTOP: silent, as a link down), then resumed" $launcher "$took" \
+        "host n2 (ranks 2, 3)" 1
+    fi
+    "$cluster" up >/dev/null
+  done
+done
+
+# n2 dies mid-run in an allocation made with --no-kill (else Slurm ends the whole allocation when a
+# node fails), under --max-restarts 1 --min-np 2: the job restarts on n1 alone with 2 ranks, resumes
+# from its checkpoint and succeeds.
+for launcher in mpirun srun; do
+  name=restart-$launcher
+  salloc --no-kill -N2 -n4 "$DDPRUN" --launcher $launcher --max-restarts 1 --min-np 2 --output quiet \
+    --run-dir "$work/$name" "$TRAIN" --backend gloo --steps 200 --checkpoint "$work/$name-ckpt" --checkpoint-every 10 \
+    --resume >"$name.txt" 2>&1 &
+  salloc_pid=$!
+  timings="$work/$name/timings/rank-00000.jsonl"
+  for _ in $(seq 1 400); do [ -s "$timings" ] && [ "$(wc -l <"$timings")" -ge 35 ] && break; sleep 0.05; done
+  kill -9 $(n2_processes)
   set +e
   wait $salloc_pid
   rc=$?
   set -e
+  [ $rc -eq 0 ] || { cat "$name.txt"; fail "$name: exit $rc after the restart on n1"; }
+  grep -q "host n2 was lost: the job restarts on the hosts left with 2 of its 4 ranks (--min-np 2)" "$name.txt" ||
+    { cat "$name.txt"; fail "$name: no restart on the hosts left"; }
+  [[ $(field "$work/$name/run.json" np) == 2 && $(field "$work/$name/run.json" status) == succeeded ]] ||
+    fail "$name: run.json does not show 2 ranks that succeeded"
+  grep -q "train: resumed from step [1-9]" "$work/$name/ranks/rank-00000.log" || fail "$name: not resumed"
+  echo "$launcher: n2 lost mid-run, restarted on n1 with 2 ranks (--min-np 2), resumed, exit 0"
+  row "a node killed under --max-restarts 1 --min-np 2 (salloc --no-kill)" $launcher null \
+    "host n2 (ranks 2, 3); resumed on n1 with 2 ranks" 0
+  "$cluster" up >/dev/null
+done
+
+# n2 dies after salloc granted it and before ddprun starts: under srun, ddprun names it as the host
+# that never came up (n1's ranks, which srun then ends, are collateral); mpirun fails before any
+# rank starts, with Open MPI's own message. Nothing is left either way.
+{
+  echo '#!/bin/bash'
+  declare -f n2_processes
+  echo 'kill -9 $(n2_processes)'
+  echo 'exec "$@"'
+} >never.sh
+chmod +x never.sh
+for launcher in mpirun srun; do
+  start=$(date +%s%N)
+  set +e
+  salloc -N2 -n4 ./never.sh "$DDPRUN" --launcher $launcher --output quiet --run-dir "$work/never-$launcher" \
+    "$TRAIN" --backend gloo --steps 20 >"never-$launcher.txt" 2>&1
+  rc=$?
+  set -e
   took=$(( ($(date +%s%N) - start) / 1000000 ))
-  [ $rc -eq 1 ] || { cat "dies-$launcher.txt"; fail "$launcher: node n2 died: exit $rc, not 1"; }
-  grep -q "ddprun: host n2 was lost: ranks 2, 3 there stopped answering ddprun together" "dies-$launcher.txt" ||
-    { cat "dies-$launcher.txt"; fail "$launcher: node n2 not named"; }
-  [ $took -le 15000 ] || fail "$launcher: node n2 died: ddprun took $took ms"
-  for _ in $(seq 1 50); do [ -z "$(left "train --backend gloo --steps 100000")" ] && break; sleep 0.1; done
-  [ -z "$(left "train --backend gloo --steps 100000")" ] || fail "$launcher: ranks left after n2 died"
-  echo "$launcher: node n2's death named in $took ms, exit 1, nothing left"
-  row "every process of a node killed (slurmd too)" $launcher "$took" "host n2 (ranks 2, 3)" 1
+  [ $rc -ne 0 ] || fail "never-$launcher: the job succeeded without n2"
+  culprit="none: mpirun fails before any rank starts (its own message)"
+  if [ $launcher = srun ]; then
+    grep -q "ddprun: host n2 never came up: none of its ranks (2, 3) reached ddprun" "never-$launcher.txt" ||
+      { cat "never-$launcher.txt"; fail "never-$launcher: n2 not named"; }
+    culprit="host n2 (ranks 2, 3)"
+  fi
+  for _ in $(seq 1 50); do [ -z "$(left "train --backend gloo --steps 20")" ] && break; sleep 0.1; done
+  [ -z "$(left "train --backend gloo --steps 20")" ] || fail "never-$launcher: ranks left"
+  echo "$launcher: node n2 down from the start: exit $rc in $took ms, nothing left"
+  row "a node down from the start (killed once salloc granted it)" $launcher "$took" "$culprit" $rc
   "$cluster" up >/dev/null
 done
 

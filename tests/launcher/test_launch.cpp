@@ -250,10 +250,9 @@ TEST_CASE("verdict: culprit, collateral, lost, and the exit code", "[launcher][v
   CHECK(v.records.at(1).status == RankStatus::kOk);
   CHECK(v.records.at(3).status == RankStatus::kLost);
   CHECK(v.records.at(3).host == "node-b");
-  CHECK(lostLines(v, "vm", "srun", "srun: exit code 1") ==
-        std::vector<std::string>{"host node-b never came up: none of its ranks (2, 3) reached ddprun (the host is "
-                                 "down or unreachable, or srun could not start them there)",
-                                 "rank(s) 0, 1 were stopped because of it (collateral, not at fault)"});
+  CHECK(lostLines(v, "vm", "mpirun", "mpirun: exit code 1") ==
+        std::vector<std::string>{
+            "rank(s) 3 left no exit record: never started, or the worker was killed (mpirun: exit code 1)"});
   CHECK(v.collateral == std::vector<int>{0});
   CHECK(v.lost == std::vector<int>{3});
   CHECK(v.status == RunStatus::kFailed);
@@ -365,6 +364,10 @@ TEST_CASE("verdict: a host whose ranks all dropped at once, first, is the culpri
   CHECK(v.hostNeverUp);
   CHECK(v.lostHostRanks == std::vector<int>{2, 3});
   CHECK(v.records.at(3).host == "node-b");
+  CHECK(lostLines(v, "vm", "srun", "srun: exit code 1") ==
+        std::vector<std::string>{"host node-b never came up: none of its ranks (2, 3) reached ddprun (the host is "
+                                 "down or unreachable, or srun could not start them there)",
+                                 "rank(s) 0, 1 were stopped because of it (collateral, not at fault)"});
   CHECK(v.collateral == std::vector<int>{0, 1});
   CHECK(v.exitCode == 1);
   never.known.clear();

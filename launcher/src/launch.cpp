@@ -136,7 +136,7 @@ bool shrinkAfterLostHost(const JobOutcome& outcome, JobSettings& settings) {
     logger()->error(
         "not restarting: host {} was lost, and the hosts left hold {} of the {} ranks{}", *outcome.lostHost,
         outcome.ranksLeft, outcome.np,
-        outcome.ranksLeft == 0 ? " (none)"
+        outcome.ranksLeft == 0 ? ""
         : settings.minNp == 0
             ? fmt::format("; to resume on them with a smaller world, allow it with --min-np {}", outcome.ranksLeft)
             : fmt::format(", fewer than --min-np {}", settings.minNp));

@@ -43,7 +43,7 @@ class Instrumentation:
         self.trained = False  # a training forward in the step under way
         self.in_optimizer = False
         self.loaders = {}  # id -> facts
-        self.hooked = []  # weak references to the DDP models that carry our hook
+        self.hooked = []  # (weak reference to a DDP model that carries our hook, its reducer)
         self.in_flight = 0  # the hook's futures whose callback has not run yet
 
     # --- switches -------------------------------------------------------------------------
@@ -97,6 +97,7 @@ class Instrumentation:
 
     # --- DDP ------------------------------------------------------------------------------
     def ddp_init(self, original, model, *args, **kwargs):
+        self.guard("DistributedDataParallel()", self.release, True)  # the reducers of models let go since
         original(model, *args, **kwargs)
         self.guard("DistributedDataParallel()", self.on_ddp, model)
 
@@ -174,7 +175,7 @@ class Instrumentation:
         meta["inner"] = (model.process_group, self.default_reduction(model))
         meta["hook"] = "ours"
         self.register_original(model, None, self.timed_hook(model))
-        self.hooked.append(weakref.ref(model))
+        self.keep(model)
 
     def untimeable(self, model):
         """Why a timing hook could change the result; "" when it cannot."""
@@ -273,7 +274,7 @@ class Instrumentation:
         meta["hook"] = "user's, timed"
         try:
             result = original(model, None, self.timed_hook(model))
-            self.hooked.append(weakref.ref(model))
+            self.keep(model)
             return result
         except Exception:
             meta["hook"] = None
@@ -473,26 +474,35 @@ class Instrumentation:
                 self.fail("DataLoader", e)
 
     # --- the end --------------------------------------------------------------------------
-    def release(self):
-        """Lets go of the reducers that hold our hook while the interpreter is whole: a reducer
-        left to interpreter finalization (a DDP model in a global) would drop a Python hook without
-        the GIL and abort the process ("terminate called without an active exception").
-        First the hook's callbacks still to run on the process group's threads are let through
-        (the GIL released while waiting): a reducer destroyed here can take its process group
-        with it, whose destructor joins those threads while this one holds the GIL, and a
-        thread waiting for the GIL to run a callback would never be joined."""
+    def keep(self, model):
+        """Holds the model's reducer, so that it is not destroyed wherever the script lets go of the
+        model (the end of main(), with the GIL held), but in release()."""
+        self.hooked.append((weakref.ref(model), getattr(model, "reducer", None)))
+
+    def release(self, dead_only=False):
+        """Lets go of the reducers that hold our hook (those of models already gone, with dead_only),
+        at a point where waiting is safe. A reducer destroyed can take its process group with it,
+        whose destructor joins the group's threads while this one holds the GIL; a thread that still
+        needs the GIL for the hook's callback, or to drop the callback's objects after it has run,
+        would never be joined. So the callbacks still to run are let through first, and then the
+        threads get 50 ms more, with the GIL released. A reducer left to interpreter finalization
+        (a DDP model in a global) would also drop a Python hook without the GIL and abort the process
+        ("terminate called without an active exception"): at exit every reducer goes here."""
+        going = [(ref, reducer) for ref, reducer in self.hooked if not dead_only or ref() is None]
+        if not going:
+            return
         deadline = monotonic() + 2.0
-        while self.hooked and self.in_flight > 0 and monotonic() < deadline:
+        while self.in_flight > 0 and monotonic() < deadline:
             sleep(0.005)
-        if self.hooked:
-            sleep(0.05)  # a callback that has just returned still lets go of its objects
-        for ref in self.hooked:
+        sleep(0.05)
+        self.hooked = [entry for entry in self.hooked if all(entry is not g for g in going)]
+        for ref, _ in going:
             model = ref()
             if model is None:
                 continue
             for name in ("reducer", "logger", "_comm_hooks"):
                 model.__dict__.pop(name, None)
-        self.hooked = []
+        del going
         gc.collect()
 
     def close(self):

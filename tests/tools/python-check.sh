@@ -66,9 +66,12 @@ case ${1:-} in
                 "accumulate:2:accumulate_unused.py"; do
       IFS=: read -r name np cmd <<<"$case"
       read -ra argv <<<"$cmd"
-      profiled "$name-off" --no-instrument --oversubscribe -np "$np" -- "$scripts/${argv[0]}" "${argv[@]:1}"
-      profiled "$name" --oversubscribe -np "$np" -- "$scripts/${argv[0]}" "${argv[@]:1}"
-      [[ $(cat "rc-$name") == 0 && $(cat "rc-$name-off") == 0 ]] || fail "$name: exit $(cat "rc-$name") / $(cat "rc-$name-off")"
+      # --timeout: a rank that hangs (at exit, say) is named with its stacks, shown here.
+      profiled "$name-off" --no-instrument --timeout 60 --oversubscribe -np "$np" -- "$scripts/${argv[0]}" "${argv[@]:1}"
+      profiled "$name" --timeout 60 --oversubscribe -np "$np" -- "$scripts/${argv[0]}" "${argv[@]:1}"
+      [[ $(cat "rc-$name") == 0 && $(cat "rc-$name-off") == 0 ]] ||
+        { tail -n 40 "out-$name.txt" "out-$name-off.txt"; cat run-"$name"*/ranks/*.stacks.txt 2>/dev/null | head -n 150
+          fail "$name: exit $(cat "rc-$name") / $(cat "rc-$name-off")"; }
       same_output "$name-off" "$name" "$np"
       [[ -z $(ls "run-$name-off/timings/" 2>/dev/null) ]] || fail "$name: --no-instrument left timings"
       steps=$(json "run-$name/report.json" 'r["steps"]["analysed"]')

@@ -577,7 +577,7 @@ JobOutcome Job::finish() {
   outcome.np = plan_.np;
   if (v.lostHost) {
     outcome.summary = fmt::format("host {} lost", *v.lostHost);
-    for (const auto& [host, ranks] : ranksByHost(plan_))
+    for (const auto& [host, ranks] : input.placement)
       if (std::count(ranks.begin(), ranks.end(), v.lostHostRanks.front()))
         outcome.lostHost = host;  // as the plan names it, to be left out
       else

@@ -488,7 +488,7 @@ class Instrumentation:
         threads get 50 ms more, with the GIL released. A reducer left to interpreter finalization
         (a DDP model in a global) would also drop a Python hook without the GIL and abort the process
         ("terminate called without an active exception"): at exit every reducer goes here."""
-        going = [(ref, reducer) for ref, reducer in self.hooked if not dead_only or ref() is None]
+        going = [entry for entry in self.hooked if not dead_only or entry[0]() is None]
         if not going:
             return
         deadline = monotonic() + 2.0

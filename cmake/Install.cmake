@@ -15,7 +15,7 @@ endif()
 install(TARGETS ${_ddp_libraries} EXPORT ddprunTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS ddpbench ddprof ddprun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS ddpbench ddprof ddprun ddprun-worker RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 foreach(_part common comm profiler)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_part}/include/ddp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()

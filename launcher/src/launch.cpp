@@ -50,6 +50,16 @@ std::string pythonPackage(const std::string& self) {
   return "";
 }
 
+}  // namespace
+
+std::vector<std::string> workerCommand(const std::string& self) {
+  const auto lean = fs::path(self).parent_path() / "ddprun-worker";
+  if (::access(lean.c_str(), X_OK) == 0) return {lean.string()};
+  return {self, "worker"};
+}
+
+namespace {
+
 // What the plan needs from this machine; the program resolved on PATH (ConfigError when it
 // is not there), mpirun found, the hostfile read.
 PlanContext gatherContext(LaunchOptions& o) {
@@ -76,8 +86,9 @@ PlanContext gatherContext(LaunchOptions& o) {
           "--launcher srun: srun not found on PATH: install Slurm's client (apt-get install slurm-client)");
     }
   }
-  ctx.worker = fs::read_symlink("/proc/self/exe").string();
-  ctx.pythonDir = pythonPackage(ctx.worker);
+  const auto self = fs::read_symlink("/proc/self/exe").string();
+  ctx.worker = workerCommand(self);
+  ctx.pythonDir = pythonPackage(self);
   if (!o.hostfile.empty()) {
     std::ifstream in(o.hostfile);
     if (!in) throw ConfigError(fmt::format("hostfile {}: cannot read: {}", o.hostfile, std::strerror(errno)));

@@ -256,7 +256,8 @@ std::vector<std::string> mpirunArgv(const LaunchOptions& o, const PlanContext& c
   a.insert(a.end(), {"--bind-to", "none"});
   for (const auto& [name, value] : plan.rankEnv) a.insert(a.end(), {"-x", name});
   for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
-  a.insert(a.end(), {ctx.worker, "worker", "--"});
+  a.insert(a.end(), ctx.worker.begin(), ctx.worker.end());
+  a.push_back("--");
   a.insert(a.end(), o.program.begin(), o.program.end());
   return a;
 }
@@ -277,7 +278,8 @@ std::vector<std::string> srunArgv(const LaunchOptions& o, const PlanContext& ctx
     a.insert(a.end(), {"--exclude=" + excluded, "--nodes=" + std::to_string(plan.hosts.size()), "--overlap"});
   }
   for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
-  a.insert(a.end(), {ctx.worker, "worker", "--"});
+  a.insert(a.end(), ctx.worker.begin(), ctx.worker.end());
+  a.push_back("--");
   a.insert(a.end(), o.program.begin(), o.program.end());
   return a;
 }

@@ -157,6 +157,22 @@ TEST_CASE("run directories: a default name gets a suffix, an explicit one with a
   fs::remove_all(root);
 }
 
+TEST_CASE("the worker: ddprun-worker when it sits beside ddprun and can run, else ddprun worker",
+          "[launcher][worker]") {
+  const auto dir = freshDir("ddp-workercmd");
+  fs::create_directories(dir);
+  const auto self = (dir / "ddprun").string();
+  const auto lean = (dir / "ddprun-worker").string();
+  CHECK(workerCommand(self) == std::vector<std::string>{self, "worker"});
+  std::ofstream(lean) << "#!/bin/sh\n";
+  CHECK(workerCommand(self) == std::vector<std::string>{self, "worker"});  // not executable
+  fs::permissions(lean, fs::perms::owner_exec, fs::perm_options::add);
+  CHECK(workerCommand(self) == std::vector<std::string>{lean});
+  // The build's own: the two binaries side by side.
+  CHECK(workerCommand(DDPRUN_BINARY).front() == fs::path(DDPRUN_BINARY).parent_path() / "ddprun-worker");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("restarts: failed attempts are kept and recorded until one succeeds", "[launcher][restart]") {
   const auto dir = freshDir("ddp-restarts");
   const ddp::RunLayout layout(dir.string());

@@ -19,7 +19,7 @@ PlanContext context(std::map<std::string, std::string, std::less<>> vars = {}) {
   c.cwd = "/work";
   c.timestamp = "20261129-224501";
   c.masterPort = 29517;
-  c.worker = "/usr/bin/ddprun";
+  c.worker = {"/usr/bin/ddprun", "worker"};
   return c;
 }
 

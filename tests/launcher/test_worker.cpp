@@ -5,6 +5,7 @@
 #include "ddp/common/rank_exit.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/launcher/control.hpp"
+#include "ddp/launcher/launch.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/worker.hpp"
 
@@ -76,7 +77,8 @@ WorkerRun startWorker(const FakeLauncher& launcher, const std::vector<std::strin
   w.dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(w.dir);
   SpawnOptions spawn;
-  spawn.argv = {DDPRUN_BINARY, "worker", "--"};
+  spawn.argv = workerCommand(DDPRUN_BINARY);  // the worker ddprun runs: ddprun-worker, built beside it
+  spawn.argv.push_back("--");
   spawn.argv.insert(spawn.argv.end(), program.begin(), program.end());
   spawn.setEnv = {{"OMPI_COMM_WORLD_RANK", "0"},
                   {"OMPI_COMM_WORLD_SIZE", "1"},

@@ -10,6 +10,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace ddp::launcher {
 
@@ -30,6 +31,11 @@ int launch(LaunchRequest request, std::ostream& out, std::ostream& progress);
 // another run took in the same second gets a suffix (-2, -3, ...); an explicit one that already
 // holds a run (run.json) is refused (ConfigError). Returns the directory made.
 std::string createRunDirectory(const std::string& dir, bool explicitDir, bool profiled);
+
+// What mpirun (or srun) runs for each rank, before "-- PROGRAM": ddprun-worker when it sits
+// beside the ddprun binary `self` (it starts faster: docs/launcher.md, "The worker binary"),
+// else `self worker`.
+std::vector<std::string> workerCommand(const std::string& self);
 
 // Runs attempt 0, then 1, 2, ... while an attempt fails (not interrupted) and restarts are
 // left (settings.maxRestarts). Before each restart the failed attempt's files are kept

@@ -47,12 +47,12 @@ struct PlanContext {
   int masterPort = 0;     // a free port chosen for the run
   std::string mpirun = "mpirun";
   std::string srun = "srun";
-  std::string worker;        // the ddprun binary that each rank runs as "worker"
-  std::string hostfileText;  // contents of options.hostfile
-  int controlPort = 0;       // ddprun's control listener; 0: none (--dry-run)
-  int attempt = 0;           // DDPRUN_ATTEMPT: 0, then 1, 2... under --max-restarts
-  std::string controlToken;  // what workers prove themselves with
-  std::string pythonDir;     // ddprun's Python package (python/: boot/sitecustomize.py, ddprun/); "" when absent
+  std::vector<std::string> worker = {"ddprun", "worker"};  // what each rank runs, before "-- PROGRAM"
+  std::string hostfileText;                                // contents of options.hostfile
+  int controlPort = 0;                                     // ddprun's control listener; 0: none (--dry-run)
+  int attempt = 0;                                         // DDPRUN_ATTEMPT: 0, then 1, 2... under --max-restarts
+  std::string controlToken;                                // what workers prove themselves with
+  std::string pythonDir;  // ddprun's Python package (python/: boot/sitecustomize.py, ddprun/); "" when absent
 };
 
 struct LaunchPlan {
@@ -66,7 +66,7 @@ struct LaunchPlan {
   std::map<std::string, std::string> rankEnv;    // set for mpirun and exported (-x) to every rank
   std::map<std::string, std::string> mpirunEnv;  // for mpirun itself (allow-run-as-root)
   std::vector<std::string> program;              // PROGRAM ARGS...
-  std::vector<std::string> argv;                 // mpirun (or srun) ... ddprun worker -- PROGRAM ARGS
+  std::vector<std::string> argv;                 // mpirun (or srun) ... WORKER -- PROGRAM ARGS
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // what ddprun chose for the user, said once (info)
 };

@@ -12,6 +12,7 @@
 #include "ddp/launcher/rank.hpp"
 #include "ddp/profiler/report.hpp"
 #include "ddp/profiler/run.hpp"
+#include "host_probe.hpp"
 #include "io.hpp"
 #include "job_manifest.hpp"
 #include "progress.hpp"
@@ -536,15 +537,15 @@ void Job::profile() {
 
 JobOutcome Job::finish() {
   if (progress_) progress_->clear();  // the report and the verdict follow
-  VerdictInput input{plan_.np, records_, {}, hung_, interruptedBy_, mpirunStatus_, {}, ranksByHost(plan_)};
+  VerdictInput input{plan_.np, records_, {}, hung_, interruptedBy_, mpirunStatus_, {}, ranksByHost(plan_), {}};
   for (const auto& [r, p] : byRank_) {
-    RankExitRecord known;
+    auto& known = input.known[r];
     known.host = p->host;
     known.workerPid = p->workerPid;
     known.programPid = p->programPid;
-    input.known[r] = known;
     if (p->droppedUs) input.dropped[r] = *p->droppedUs;
   }
+  addHostProbes(input, plan_);
   const Verdict v = judgeRanks(input);
   for (const auto& [r, rec] : v.records) {
     try {

@@ -255,7 +255,7 @@ std::vector<std::string> mpirunArgv(const LaunchOptions& o, const PlanContext& c
   // intra-op threads; ranks are left to the scheduler (or to the user's --mpi-args).
   a.insert(a.end(), {"--bind-to", "none"});
   for (const auto& [name, value] : plan.rankEnv) a.insert(a.end(), {"-x", name});
-  for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
+  a.insert(a.end(), plan.mpiArgs.begin(), plan.mpiArgs.end());
   a.insert(a.end(), ctx.worker.begin(), ctx.worker.end());
   a.push_back("--");
   a.insert(a.end(), o.program.begin(), o.program.end());
@@ -277,7 +277,7 @@ std::vector<std::string> srunArgv(const LaunchOptions& o, const PlanContext& ctx
     for (const auto& h : o.excludedHosts) excluded += (excluded.empty() ? "" : ",") + h;
     a.insert(a.end(), {"--exclude=" + excluded, "--nodes=" + std::to_string(plan.hosts.size()), "--overlap"});
   }
-  for (auto& word : splitShellWords(o.mpiArgs, "--mpi-args")) a.push_back(word);
+  a.insert(a.end(), plan.mpiArgs.begin(), plan.mpiArgs.end());
   a.insert(a.end(), ctx.worker.begin(), ctx.worker.end());
   a.push_back("--");
   a.insert(a.end(), o.program.begin(), o.program.end());
@@ -318,6 +318,7 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
   }
   plan.program = o.program;
   plan.launcher = o.launcher;
+  plan.mpiArgs = splitShellWords(o.mpiArgs, "--mpi-args");
   plan.argv = o.launcher == "srun" ? srunArgv(o, ctx, plan, oversubscribe) : mpirunArgv(o, ctx, plan, oversubscribe);
   return plan;
 }

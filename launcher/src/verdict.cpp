@@ -101,20 +101,27 @@ void findLostHost(const VerdictInput& in, Verdict& v) {
 
 // The first host none of whose ranks reached ddprun while another host's did, when no rank failed
 // on its own: it never came up (down, unreachable, or the launcher could not start its ranks).
+// When no rank arrived at all, the first host whose probe failed while another host's worked.
 bool findHostNeverUp(const VerdictInput& in, Verdict& v) {
   const auto arrived = [&](int r) { return in.known.count(r) > 0 || in.reported.count(r) > 0; };
+  const auto probe = [&](const std::string& host) {
+    const auto it = in.probed.find(host);
+    return it == in.probed.end() ? std::optional<std::string>() : it->second;
+  };
   bool someArrived = false;
   const std::pair<std::string, std::vector<int>>* silent = nullptr;
   for (const auto& placed : in.placement) {
     const auto& ranks = placed.second;
-    if (std::any_of(ranks.begin(), ranks.end(), arrived))
+    const auto probed = probe(placed.first);
+    if (std::any_of(ranks.begin(), ranks.end(), arrived) || (probed && probed->empty()))
       someArrived = true;
-    else if (!silent && !ranks.empty())
+    else if (!silent && !ranks.empty() && (in.probed.empty() || probed))
       silent = &placed;
   }
   if (!silent || !someArrived || firstOwnFailure(in) != INT64_MAX) return false;
   blameHost(in, v, silent->first, silent->second, INT64_MIN);
   v.hostNeverUp = true;
+  v.neverUpProbe = probe(silent->first).value_or("");
   for (int r : silent->second) v.records[r].host = silent->first;  // where they were to run
   return true;
 }
@@ -158,12 +165,18 @@ std::vector<std::string> lostLines(const Verdict& v, const std::string& localHos
   std::vector<std::string> out;
   std::vector<int> lost = v.lost;  // those of a lost host are named with it
   if (v.lostHost) {
-    out.push_back(v.hostNeverUp ? fmt::format("host {} never came up: none of its ranks ({}) reached ddprun (the "
-                                              "host is down or unreachable, or {} could not start them there)",
-                                              *v.lostHost, rankList(v.lostHostRanks), launcher)
-                                : fmt::format("host {} was lost: ranks {} there stopped answering ddprun together, "
-                                              "without an exit record (the host died, or its link to {} went down)",
-                                              *v.lostHost, rankList(v.lostHostRanks), localHost));
+    out.push_back(!v.neverUpProbe.empty()
+                      ? fmt::format("host {0} never came up: none of its ranks ({1}) reached ddprun, and {2} could not "
+                                    "start a process there alone (`{2} -np 1 --host {0}:1 /bin/true`: {3}) while it "
+                                    "could on the other hosts (the host is down or unreachable, or cannot connect back "
+                                    "to {4})",
+                                    *v.lostHost, rankList(v.lostHostRanks), launcher, v.neverUpProbe, localHost)
+                  : v.hostNeverUp ? fmt::format("host {} never came up: none of its ranks ({}) reached ddprun (the "
+                                                "host is down or unreachable, or {} could not start them there)",
+                                                *v.lostHost, rankList(v.lostHostRanks), launcher)
+                                  : fmt::format("host {} was lost: ranks {} there stopped answering ddprun together, "
+                                                "without an exit record (the host died, or its link to {} went down)",
+                                                *v.lostHost, rankList(v.lostHostRanks), localHost));
     if (!v.collateral.empty()) out.push_back(collateralLine(v));
     lost.erase(std::remove_if(lost.begin(), lost.end(), [&](int r) { return v.records.at(r).host == *v.lostHost; }),
                lost.end());

@@ -23,6 +23,9 @@ struct VerdictInput {
   std::optional<ExitStatus> mpirun;        // how mpirun ended
   std::map<int, int64_t> dropped;          // ranks whose worker's connection closed without an exit record, when (µs)
   std::vector<std::pair<std::string, std::vector<int>>> placement;  // where the plan put the ranks (ranksByHost)
+  // When no rank reached ddprun and mpirun failed: each host's probe (host_probe.hpp), "" where
+  // mpirun could start a process alone, else what went wrong.
+  std::map<std::string, std::string> probed;
 };
 
 struct Verdict {
@@ -38,6 +41,7 @@ struct Verdict {
   std::optional<std::string> lostHost;
   std::vector<int> lostHostRanks;
   bool hostNeverUp = false;
+  std::string neverUpProbe;  // what the host's probe said, when it was named by one
   RunStatus status = RunStatus::kSucceeded;
   int exitCode = 0;  // 128 + signal when interrupted, 124 for a hang, the culprit's shell code, 1 for a lost host, 1
                      // (or mpirun's) for lost ranks

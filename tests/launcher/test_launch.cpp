@@ -1,6 +1,7 @@
 // From the command line to the finished job, without mpirun: the CLI's one option table, the
 // port reservation, the run directory, the restart loop and the verdict at the end
 // (launcher/include/ddp/launcher/cli.hpp, launch.hpp, port.hpp; launcher/src/verdict.hpp).
+#include "../../launcher/src/host_probe.hpp"
 #include "../../launcher/src/io.hpp"
 #include "../../launcher/src/verdict.hpp"
 #include "ddp/common/error.hpp"
@@ -171,6 +172,44 @@ TEST_CASE("the worker: ddprun-worker when it sits beside ddprun and can run, els
   // The build's own: the two binaries side by side.
   CHECK(workerCommand(DDPRUN_BINARY).front() == fs::path(DDPRUN_BINARY).parent_path() / "ddprun-worker");
   fs::remove_all(dir);
+}
+
+TEST_CASE("host probes: when they run, what they run, and what they find with the real mpirun", "[launcher][verdict]") {
+  LaunchPlan plan;
+  plan.launcher = "mpirun";
+  plan.argv = {"/usr/bin/mpirun", "-np", "4"};
+  plan.mpiArgs = {"--mca", "btl", "self"};
+  plan.hosts = {{"localhost", 1}, {"ddp-no-such-host.invalid", 1}};
+  CHECK(hostProbeArgv(plan, "n2") ==
+        std::vector<std::string>{"/usr/bin/mpirun", "-np", "1", "--host", "n2:1", "--mca", "btl", "self", "/bin/true"});
+  VerdictInput in;
+  in.np = 2;
+  in.placement = {{"localhost", {0}}, {"ddp-no-such-host.invalid", {1}}};
+  in.mpirun = ddp::ExitStatus{1, std::nullopt};
+  CHECK(needsHostProbe(in, plan));
+  auto other = in;  // a rank arrived: the verdict needs no probe
+  other.known[0].host = "localhost";
+  CHECK_FALSE(needsHostProbe(other, plan));
+  other = in;  // mpirun ended well
+  other.mpirun = ddp::ExitStatus{0, std::nullopt};
+  CHECK_FALSE(needsHostProbe(other, plan));
+  other = in;  // Ctrl-C
+  other.interruptedBy = SIGINT;
+  CHECK_FALSE(needsHostProbe(other, plan));
+  other = in;  // one host: nothing to tell apart
+  other.placement.pop_back();
+  CHECK_FALSE(needsHostProbe(other, plan));
+  auto srun = plan;
+  srun.launcher = "srun";
+  CHECK_FALSE(needsHostProbe(in, srun));
+  // The real mpirun: it starts /bin/true here, and cannot reach a host that does not resolve.
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  plan.argv = {"mpirun"};
+  plan.mpiArgs = {};
+  const auto probed = probeHosts(plan, std::chrono::seconds(20));
+  CHECK(probed.at("localhost").empty());
+  CHECK_FALSE(probed.at("ddp-no-such-host.invalid").empty());
 }
 
 TEST_CASE("restarts: failed attempts are kept and recorded until one succeeds", "[launcher][restart]") {
@@ -388,6 +427,26 @@ TEST_CASE("verdict: a host whose ranks all dropped at once, first, is the culpri
   CHECK(v.exitCode == 1);
   never.known.clear();
   never.dropped.clear();
+  CHECK_FALSE(judgeRanks(never).lostHost);
+  // No rank arrived and mpirun failed: the host probes (host_probe.hpp) name the host mpirun cannot
+  // start a process on alone while it can on another; none when it can on none, or on all.
+  never.mpirun = ddp::ExitStatus{1, std::nullopt};
+  never.probed = {{"node-a", ""}, {"node-b", "exit code 1"}};
+  v = judgeRanks(never);
+  REQUIRE(v.lostHost);
+  CHECK(*v.lostHost == "node-b");
+  CHECK(v.neverUpProbe == "exit code 1");
+  CHECK(v.lost == std::vector<int>{0, 1, 2, 3});  // lostLines names 2, 3 with their host
+  CHECK(v.exitCode == 1);
+  CHECK(lostLines(v, "vm", "mpirun", "mpirun: exit code 1") ==
+        std::vector<std::string>{
+            "host node-b never came up: none of its ranks (2, 3) reached ddprun, and mpirun could not start a "
+            "process there alone (`mpirun -np 1 --host node-b:1 /bin/true`: exit code 1) while it could on the other "
+            "hosts (the host is down or unreachable, or cannot connect back to vm)",
+            "rank(s) 0, 1 left no exit record: never started, or the worker was killed (mpirun: exit code 1)"});
+  never.probed["node-a"] = "nothing started within 20 s";
+  CHECK_FALSE(judgeRanks(never).lostHost);
+  never.probed = {{"node-a", ""}, {"node-b", ""}};
   CHECK_FALSE(judgeRanks(never).lostHost);
   // One rank of a host lost is not the host lost.
   auto one = in;

@@ -7,7 +7,8 @@
 #   link      sim1's link taken down mid-run (no RST comes): the same, within 10 s of silence
 #             (control::kLinkSilenceSeconds) plus the grace period; sim1's workers stop their
 #             programs and mpirun's daemon there, so nothing is left on sim1 either;
-#   never     sim1's link down before the start: ddprun fails (non-zero) and leaves nothing;
+#   never     sim1's link down before the start: mpirun fails before any rank starts; ddprun probes
+#             each host alone and names sim1 and its ranks 2-3, non-zero exit, nothing left;
 #   signals   SIGINT and SIGTERM to ddprun, 10 times each: exit 130/143, nothing left on either host.
 # With FAULT_TABLE=FILE, appends one JSON row per scenario to FILE (row, scripts/host-fault-table.sh).
 # Exits 77 (skipped, with the reason) where network namespaces cannot be made.
@@ -77,10 +78,12 @@ never_start=$(ms)
   "$TRAIN" --backend gloo --steps 10 >"$work/never.txt" 2>&1 || rc=$?
 [ $rc -ne 0 ] || fail "never: a job with an unreachable host succeeded"
 never_ms=$(( $(ms) - never_start ))
+grep -q "ddprun: host sim1 never came up: none of its ranks (2, 3) reached ddprun, and mpirun could not start" \
+  "$work/never.txt" || { cat "$work/never.txt"; fail "never: sim1 not named"; }
 empty_within sim0 5 never
 empty_within sim1 20 never
 echo "never: exit $rc, nothing left"
-row "a host unreachable from the start" "$never_ms" "none: mpirun fails before any rank starts (its message names sim1)" "$rc"
+row "a host unreachable from the start" "$never_ms" "host sim1 (ranks 2, 3)" "$rc"
 # Ctrl-C and SIGTERM to ddprun on sim0, 10 times each: exit 130/143, nothing left on either host.
 "$sim" up 2 >/dev/null
 for sig in INT TERM; do

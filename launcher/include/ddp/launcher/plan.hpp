@@ -66,6 +66,7 @@ struct LaunchPlan {
   std::map<std::string, std::string> rankEnv;    // set for mpirun and exported (-x) to every rank
   std::map<std::string, std::string> mpirunEnv;  // for mpirun itself (allow-run-as-root)
   std::vector<std::string> program;              // PROGRAM ARGS...
+  std::vector<std::string> mpiArgs;              // --mpi-args, as words
   std::vector<std::string> argv;                 // mpirun (or srun) ... WORKER -- PROGRAM ARGS
   std::vector<std::string> warnings;
   std::vector<std::string> notes;  // what ddprun chose for the user, said once (info)

@@ -4,15 +4,19 @@ what was measured (docs/projection.md, "Validation").
 
 RUNS is what scripts/projection-runs.sh wrote: rK/<model>-<link>/ run directories, the same job
 on 2 simulated hosts x 2 ranks with the link between them at several rates, ROUNDS times, and
-1 host x 2 ranks. For each model and link, the measured step is the median over the rounds; the
-source of a projection is that link's median run. Every source is projected onto every link
-(the target's shape: 2 hosts x 2 ranks, the link at the bandwidth ddpbench measured on it, the
-median over the rounds), and the 1-host run onto every 2-host link. Prints the tables (Markdown);
---doc also writes them into docs/projection.md between its "validation" markers; --fixtures DIR
-copies each source run (its run.json, exit records, timings and ddpbench result) into
-DIR/<model>-<link> for the unit tests (tests/data/projection)."""
+1 host x 2 ranks. This machine's speed drifts from minute to minute, so a projection is judged
+against a run of the same round (the configurations run in turn within a round, minutes apart):
+in each round every run is projected onto every link (2 hosts x 2 ranks, the link at the
+bandwidth ddpbench measured on it in that round), and the 1-host run onto every 2-host link; a
+cell is the median over the rounds of the projected step and of its error against the step
+measured there in the same round. Prints the tables (Markdown); --doc also writes them into
+docs/projection.md between its "validation" markers; --fixtures DIR copies the runs of the most
+typical round (the one whose measured steps lie nearest the medians over the rounds) — their
+run.json, exit records, timings, utilisation samples and ddpbench result — into DIR/<model>-<link>
+for the unit tests (tests/data/projection)."""
 import glob
 import json
+import math
 import os
 import shutil
 import statistics
@@ -45,11 +49,8 @@ def busbw(bench_file):
     return max(r["busbw_gbps"] for r in rows if r["op"] == "allreduce" and r["bytes"] == largest)
 
 
-link_gbps = {l: statistics.median(busbw(os.path.join(r, f"ddpbench-{l}.json")) for r in rounds) for l in LINKS}
-
-
-def shape(link):
-    return f"hosts=2,gpus=2,intra=loopback,inter=socket:{link_gbps[link]:.6f}GB/s"
+def shape(rnd, link):
+    return f"hosts=2,gpus=2,intra=loopback,inter=socket:{busbw(os.path.join(rnd, f'ddpbench-{link}.json')):.6f}GB/s"
 
 
 def project(run, targets):
@@ -62,15 +63,13 @@ def project(run, targets):
 
 def keep(run, name):
     """The files of a run the projection reads, as a fixture."""
-    if not fixtures:
-        return
     dest = os.path.join(fixtures, name)
     shutil.rmtree(dest, ignore_errors=True)
-    os.makedirs(os.path.join(dest, "timings"))
-    os.makedirs(os.path.join(dest, "ranks"))
+    for sub in ("timings", "ranks", "util"):
+        os.makedirs(os.path.join(dest, sub))
     for f in ["run.json"] + [f for f in os.listdir(run) if f.startswith("ddpbench")]:
         shutil.copy(os.path.join(run, f), dest)
-    for sub, suffix in (("timings", ".jsonl"), ("ranks", ".exit.json")):
+    for sub, suffix in (("timings", ".jsonl"), ("ranks", ".exit.json"), ("util", ".jsonl")):
         for f in os.listdir(os.path.join(run, sub)):
             if f.endswith(suffix):
                 shutil.copy(os.path.join(run, sub, f), os.path.join(dest, sub))
@@ -80,34 +79,42 @@ def pct(x):
     return f"{100 * x:+.1f} %"
 
 
-lines = []
-errors, self_errors, pairs, right = [], [], 0, 0
-one_host = []
+med = statistics.median
+SOURCES = LINKS + ["1host"]
+# Every run of every round projected onto every link of its round: (model, source, round) ->
+# (measured step, [projected step per link]).
+result = {}
 for model in MODELS:
-    measured, source, spread = {}, {}, {}
-    for link in LINKS:
-        steps = []
-        for r in rounds:
-            run = os.path.join(r, f"{model}-{link}")
-            steps.append((project(run, [shape(link)])["measured"]["step_ms"], run))
-        values = sorted(s for s, _ in steps)
-        measured[link] = statistics.median(values)
-        source[link] = min(steps, key=lambda s: abs(s[0] - measured[link]))[1]
-        spread[link] = (values[-1] - values[0]) / measured[link]
-        keep(source[link], f"{model}-{link}")
-    lines.append(f"**{model}** (train --model {model}): projected step (error against the measured median)\n")
+    for r in rounds:
+        for source in SOURCES:
+            out = project(os.path.join(r, f"{model}-{source}"), [shape(r, t) for t in LINKS])
+            result[(model, source, r)] = (out["measured"]["step_ms"], [t["step_ms"] for t in out["targets"]])
+
+lines = []
+errors, self_errors, one_host, pairs, right = [], [], [], 0, 0
+for model in MODELS:
+    measured = {l: med(result[(model, l, r)][0] for r in rounds) for l in LINKS}
+    spread = {l: (max(result[(model, l, r)][0] for r in rounds) - min(result[(model, l, r)][0] for r in rounds))
+              / measured[l] for l in LINKS}
+    lines.append(f"**{model}** (train --model {model}): projected step, median over the rounds (median error "
+                 "against the step measured in the same round)\n")
     lines.append("| from \\ onto | " + " | ".join(LINKS) + " |")
     lines.append("|---|" + "---:|" * len(LINKS))
     lines.append("| measured (median of rounds) | " + " | ".join(f"{measured[l]:.1f} ms" for l in LINKS) + " |")
     lines.append("| spread over rounds (max-min)/median | " + " | ".join(f"{100 * spread[l]:.0f} %" for l in LINKS) + " |")
-    for link in LINKS:
-        projected = [t["step_ms"] for t in project(source[link], [shape(t) for t in LINKS])["targets"]]
-        cells = []
-        for target, p in zip(LINKS, projected):
-            e = (p - measured[target]) / measured[target]
-            (self_errors if target == link else errors).append(abs(e))
+    for source in SOURCES:
+        cells, projected = [], []
+        for i, target in enumerate(LINKS):
+            p = med(result[(model, source, r)][1][i] for r in rounds)
+            e = med(result[(model, source, r)][1][i] / result[(model, target, r)][0] - 1 for r in rounds)
+            (one_host if source == "1host" else self_errors if target == source else errors).append(abs(e))
+            projected.append(p)
             cells.append(f"{p:.1f} ms ({pct(e)})")
-        lines.append(f"| {link} | " + " | ".join(cells) + " |")
+        name = (f"1 host x 2 ranks ({med(result[(model, source, r)][0] for r in rounds):.1f} ms)"
+                if source == "1host" else source)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        if source == "1host":
+            continue
         # The order of the targets, where the measured steps differ by more than 5 %.
         for i in range(len(LINKS)):
             for j in range(i + 1, len(LINKS)):
@@ -116,34 +123,31 @@ for model in MODELS:
                     continue
                 pairs += 1
                 right += (projected[i] < projected[j]) == (a < b)
-    ones = []
-    for r in rounds:
-        ones.append((project(os.path.join(r, f"{model}-1host"), [shape("unlimited")])["measured"]["step_ms"], r))
-    one_median = statistics.median(s for s, _ in ones)
-    one_run = os.path.join(min(ones, key=lambda s: abs(s[0] - one_median))[1], f"{model}-1host")
-    keep(one_run, f"{model}-1host")
-    projected = [t["step_ms"] for t in project(one_run, [shape(t) for t in LINKS])["targets"]]
-    cells = []
-    for target, p in zip(LINKS, projected):
-        e = (p - measured[target]) / measured[target]
-        one_host.append(abs(e))
-        cells.append(f"{p:.1f} ms ({pct(e)})")
-    lines.append(f"| 1 host x 2 ranks ({one_median:.1f} ms) | " + " | ".join(cells) + " |")
     lines.append("")
+
+if fixtures:
+    def distance(r):
+        return sum(abs(math.log(result[(m, s, r)][0] / med(result[(m, s, q)][0] for q in rounds)))
+                   for m in MODELS for s in SOURCES)
+    typical = min(rounds, key=distance)
+    for model in MODELS:
+        for source in SOURCES:
+            keep(os.path.join(typical, f"{model}-{source}"), f"{model}-{source}")
 
 summary = [
     f"Measured with scripts/projection-runs.sh ({len(rounds)} rounds), tabulated by "
-    "scripts/projection-validation.py. Links as ddpbench measured them (bus bandwidth of a Gloo "
-    "allreduce of 2 MiB over the 2 x 2 ranks, median of rounds): "
-    + ", ".join(f"{l} {link_gbps[l]:.3g} GB/s" for l in LINKS) + ".",
+    "scripts/projection-validation.py. Each projection is judged against the run of the same round (this "
+    "machine's speed drifts between rounds: see the spread rows), onto the link as ddpbench measured it in "
+    "that round (bus bandwidth of a Gloo allreduce of 2 MiB over the 2 x 2 ranks; medians over the rounds: "
+    + ", ".join(f"{l} {med(busbw(os.path.join(r, f'ddpbench-{l}.json')) for r in rounds):.3g} GB/s" for l in LINKS)
+    + ").",
     "",
     f"- across link speeds (2 hosts x 2 ranks onto another link, {len(errors)} projections): median absolute "
-    f"error **{100 * statistics.median(errors):.1f} %**, worst **{100 * max(errors):.1f} %**",
-    f"- onto the run's own link: worst {100 * max(self_errors):.1f} % (the median run against the median of "
-    "the rounds)",
+    f"error **{100 * med(errors):.1f} %**, worst **{100 * max(errors):.1f} %**",
+    f"- onto the run's own link: worst {100 * max(self_errors):.1f} %",
     f"- the order of configurations whose measured steps differ by more than 5 %: {right} of {pairs} pairs right",
     f"- 1 host x 2 ranks onto 2 hosts x 2 ranks ({len(one_host)} projections): median absolute error "
-    f"{100 * statistics.median(one_host):.1f} %, worst {100 * max(one_host):.1f} %",
+    f"{100 * med(one_host):.1f} %, worst {100 * max(one_host):.1f} %",
     "",
 ]
 text = "\n".join(summary + lines).rstrip() + "\n"

@@ -6,6 +6,7 @@
 
 #include "ddp/common/error.hpp"
 #include "ddp/profiler/analysis.hpp"
+#include "projection_replay.hpp"
 #include "projection_target.hpp"
 #include "stats.hpp"
 
@@ -20,142 +21,13 @@ namespace ddp::profiler {
 namespace {
 
 using detail::completeLink;
+using detail::CoreGroups;
 using detail::lower;
 using detail::median;
-
-// ---- the run, step by step -------------------------------------------------------------
-
-struct RankStep {
-  double stepMs = 0, dataMs = 0, backwardMs = 0, commWaitMs = 0, optimizerMs = 0;
-  double backwardStartMs = 0;           // from the step's start: data, forward and the glue between
-  std::vector<double> launchMs, endMs;  // per bucket (in the step's bucket order), from the step's start
-};
-
-struct StepProfile {
-  std::vector<RankStep> ranks;
-  std::vector<double> transferMs;  // per bucket: its time on the wire as the network saw it
-  std::vector<size_t> order;       // the buckets in the order they became ready
-};
-
-struct RunProfile {
-  std::vector<StepProfile> steps;
-  std::vector<int> bucketIds;
-  std::vector<double> bucketBytes;
-  int ranks = 0;
-  int64_t samplesPerStep = 0;
-};
-
-// Steps every rank recorded with the same gradient buckets (the first skipped as warm-up when
-// there are more than 3, as in the report).
-RunProfile profileRun(const RunData& run) {
-  RunProfile p;
-  std::map<int64_t, std::map<int, const StepRecord*>> bySteps;
-  for (const auto& [rank, records] : run.timings)
-    for (const auto& r : records) bySteps[r.step][rank] = &r;
-  std::vector<int64_t> common;
-  for (const auto& [step, ranks] : bySteps)
-    if (ranks.size() == run.timings.size()) common.push_back(step);
-  if (common.size() > 3) common.erase(common.begin());
-  p.ranks = static_cast<int>(run.timings.size());
-  for (int64_t step : common) {
-    const auto& ranks = bySteps[step];
-    // The buckets of this step, by id, with their bytes, on every rank.
-    std::map<int, uint64_t> bytes;
-    std::map<int, size_t> seen;
-    for (const auto& [rank, r] : ranks)
-      for (const auto& c : r->collectives)
-        if (c.op == CollectiveOp::kAllreduce && c.bucket >= 0) bytes[c.bucket] = c.bytes, ++seen[c.bucket];
-    std::vector<int> ids;
-    for (const auto& [id, n] : seen)
-      if (n == ranks.size()) ids.push_back(id);
-    if (ids.empty()) continue;
-    if (p.bucketIds.empty()) {
-      p.bucketIds = ids;
-      for (int id : ids) p.bucketBytes.push_back(static_cast<double>(bytes[id]));
-    } else if (ids != p.bucketIds) {
-      continue;  // a step with other buckets (a rebuilt bucket order): left out
-    }
-    StepProfile s;
-    int64_t samples = 0;
-    for (const auto& [rank, r] : ranks) {
-      RankStep rs;
-      rs.stepMs = r->stepMs;
-      rs.dataMs = r->phasesMs[Phase::kData];
-      rs.backwardMs = r->phasesMs[Phase::kBackward];
-      rs.commWaitMs = r->phasesMs[Phase::kCommWait];
-      rs.optimizerMs = r->phasesMs[Phase::kOptimizer];
-      // Anchored at the step's end, which is the optimizer's end.
-      rs.backwardStartMs = std::max(rs.dataMs, rs.stepMs - rs.optimizerMs - rs.commWaitMs - rs.backwardMs);
-      std::vector<std::pair<double, double>> spans(ids.size());  // launch, end
-      for (const auto& c : r->collectives) {
-        if (c.op != CollectiveOp::kAllreduce || c.bucket < 0) continue;
-        const auto it = std::find(ids.begin(), ids.end(), c.bucket);
-        if (it == ids.end()) continue;
-        const double launch = static_cast<double>(c.startUnixUs - r->startUnixUs) / 1000.0;
-        spans[static_cast<size_t>(it - ids.begin())] = {launch, launch + c.durationMs};
-      }
-      for (const auto& span : spans) rs.launchMs.push_back(span.first), rs.endMs.push_back(span.second);
-      samples += r->samples;
-      s.ranks.push_back(std::move(rs));
-    }
-    // A bucket is ready when its last rank launches it (in each rank's own time from its step's
-    // start: the previous step's allreduce lined the ranks up). Its transfer on a rank runs from
-    // then, or from the previous bucket's end if that was later, to its end there; the ring ends
-    // at slightly different times on different ranks, so the transfer is the mean over them.
-    std::vector<double> ready(ids.size(), 0.0);
-    for (const auto& rs : s.ranks)
-      for (size_t b = 0; b < ids.size(); ++b) ready[b] = std::max(ready[b], rs.launchMs[b]);
-    s.order.resize(ids.size());
-    std::iota(s.order.begin(), s.order.end(), 0);
-    std::sort(s.order.begin(), s.order.end(), [&](size_t x, size_t y) { return ready[x] < ready[y]; });
-    s.transferMs.assign(ids.size(), 0.0);
-    for (const auto& rs : s.ranks) {
-      double previousEnd = -1e300;
-      for (size_t b : s.order) {
-        s.transferMs[b] +=
-            std::max(0.0, rs.endMs[b] - std::max(ready[b], previousEnd)) / static_cast<double>(s.ranks.size());
-        previousEnd = std::max(previousEnd, rs.endMs[b]);
-      }
-    }
-    p.samplesPerStep = samples;
-    p.steps.push_back(std::move(s));
-  }
-  return p;
-}
-
-struct Replayed {
-  std::vector<double> stepMs, waitMs;  // per rank
-};
-
-// One step on a shape: data as measured, the rest of the compute scaled by k, buckets ready at
-// their (scaled) measured offsets into backward, the allreduces one after another on the
-// network, each rank waiting at the end of backward for the last one.
-Replayed replay(const StepProfile& s, double k, const std::vector<double>& transferMs) {
-  Replayed out;
-  const size_t n = s.ranks.size();
-  std::vector<double> start(n), backwardEnd(n);
-  for (size_t r = 0; r < n; ++r) {
-    const auto& rs = s.ranks[r];
-    start[r] = rs.dataMs + k * (rs.backwardStartMs - rs.dataMs);
-    backwardEnd[r] = start[r] + k * rs.backwardMs;
-  }
-  double done = 0;
-  for (size_t b : s.order) {
-    double ready = 0;
-    for (size_t r = 0; r < n; ++r) {
-      const auto& rs = s.ranks[r];
-      const double offset = std::clamp(rs.launchMs[b] - rs.backwardStartMs, 0.0, rs.backwardMs);
-      ready = std::max(ready, start[r] + k * offset);
-    }
-    done = std::max(done, ready) + transferMs[b];
-  }
-  for (size_t r = 0; r < n; ++r) {
-    const double wait = std::max(0.0, done - backwardEnd[r]);
-    out.waitMs.push_back(wait);
-    out.stepMs.push_back(backwardEnd[r] + wait + k * s.ranks[r].optimizerMs);
-  }
-  return out;
-}
+using detail::profileRun;
+using detail::replay;
+using detail::Replayed;
+using detail::RunProfile;
 
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -257,7 +129,7 @@ std::optional<std::string> whyNot(const RunData& run, const RunProfile& profile)
 
 }  // namespace
 
-std::optional<std::string> whyNotProjectable(const RunData& run) { return whyNot(run, profileRun(run)); }
+std::optional<std::string> whyNotProjectable(const RunData& run) { return whyNot(run, profileRun(run, false)); }
 
 namespace {
 
@@ -266,7 +138,7 @@ std::vector<Replayed> measure(const RunProfile& profile, ProjectionReport& out) 
   std::vector<double> stepMs, waitMs, replayError;
   std::vector<Replayed> own;
   for (const auto& s : profile.steps) {
-    own.push_back(replay(s, 1.0, s.transferMs));
+    own.push_back(replay(s, 1.0, s.transferMs, profile.groups));
     std::vector<double> step, wait;
     for (const auto& r : s.ranks) step.push_back(r.stepMs), wait.push_back(r.commWaitMs);
     stepMs.push_back(mean(step));
@@ -352,7 +224,7 @@ std::vector<std::string> runAssumptions(const Calibration& cal) {
       "measured step"};
 }
 
-void computeRatio(Projection& p, const std::string& runDevice, const ProjectOptions& options) {
+void computeRatio(Projection& p, const std::string& runDevice, const ProjectOptions& options, bool sharedCores) {
   const auto& t = p.target;
   if (options.computeScale) {
     p.computeScale = *options.computeScale;
@@ -370,8 +242,9 @@ void computeRatio(Projection& p, const std::string& runDevice, const ProjectOpti
         p.computeScale, options.fp16 ? "FP16 tensor" : "FP32", a.gpu, ta, b.gpu, tb);
   } else {
     p.computeWhy = fmt::format(
-        "x1, kept as measured: ddprof has no ratio between {} and {}; give --compute-scale "
+        "x1, kept as measured{}: ddprof has no ratio between {} and {}; give --compute-scale "
         "(target compute time / measured)",
+        sharedCores && isGpu(t.device) ? " (each rank's own CPU work: the run's sharing of cores undone)" : "",
         runDevice, t.device);
   }
 }
@@ -412,15 +285,20 @@ double communication(Projection& p, const Calibration& cal, const Shape& source,
       linkNotes.empty() ? std::string("none modelled") : fmt::format("{}", fmt::join(linkNotes, ", ")),
       hostSeconds > 0 ? fmt::format(" + the run's host cost {:.3g} ns per bus byte", hostSeconds * 1e9) : "", latency,
       sameClass && cal.latencyFitted ? fmt::format(" (catalog x {:.3g}, fitted from the run)", cal.latencyScale) : "");
-  // The model's time on the target over its time on the run's shape (the measured median, by the
-  // calibration).
+  // The model's time on the target over its time on the run's own shape (its link and host cost:
+  // the measured time, or within the link's noise of it), so that the run's own shape gives 1.
   const double targetMs =
       p.ranks < 2 ? 0.0 : cal.buckets * latency + cal.bytesPerStep * ringFactor(p.ranks) * secondsPerBusByte * 1000.0;
-  return targetMs / (cal.buckets * cal.latencyMs + cal.bytesPerStep * cal.msPerByte);
+  const double runSecondsPerBusByte = (cal.linkGbps ? 1.0 / (*cal.linkGbps * 1e9) : 0.0) + cal.hostSecondsPerByte;
+  const double runMs =
+      cal.buckets * cal.latencyMs + cal.bytesPerStep * ringFactor(source.ranks) * runSecondsPerBusByte * 1000.0;
+  return targetMs / runMs;
 }
 
 // Every step replayed on the target, anchored on what the replay on the run's own shape missed.
 void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<Replayed>& own, double scale) {
+  // CPU ranks keep the run's ranks per core; GPU ranks compute alone.
+  const CoreGroups groups = isGpu(p.target.device) ? detail::aloneGroups(profile.ranks) : carriedGroups(profile.groups);
   // What the replay missed is in its wait for the network; carried over, it shrinks with the
   // communication when the target's is shorter (it is an error of the communication's model) and
   // stays as it is when longer (a wait for a slower peer does not grow with the link).
@@ -430,7 +308,7 @@ void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<
     const auto& s = profile.steps[i];
     std::vector<double> transfer(s.transferMs.size());
     for (size_t b = 0; b < transfer.size(); ++b) transfer[b] = s.transferMs[b] * scale;
-    const auto there = replay(s, p.computeScale, transfer);
+    const auto there = replay(s, p.computeScale, transfer, groups, std::min(1.0, scale));
     std::vector<double> step, wait;
     for (size_t r = 0; r < s.ranks.size(); ++r) {
       const double w = std::max(0.0, there.waitMs[r] + carried * (s.ranks[r].commWaitMs - own[i].waitMs[r]));
@@ -506,13 +384,14 @@ std::vector<std::string> verdictOf(const ProjectionReport& out) {
 }  // namespace
 
 ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
-  const auto profile = profileRun(run);
+  const std::string device = runDevice(run);
+  const auto profile = profileRun(run, !isGpu(device));
   if (auto why = whyNot(run, profile)) throw ConfigError(*why);
   ProjectionReport out;
   out.dir = run.dir;
   out.ranks = profile.ranks;
   out.steps = profile.steps.size();
-  out.device = runDevice(run);
+  out.device = device;
   out.samplesPerStep = profile.samplesPerStep;
   out.datasetSize = options.datasetSize;
   const Shape source = runShape(run, profile.ranks, out.device);
@@ -520,6 +399,7 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
   const auto own = measure(profile, out);
   calibrate(run, profile, source, out.calibration);
   out.assumptions = runAssumptions(out.calibration);
+  if (profile.groups.shared()) out.assumptions.push_back(detail::sharingAssumption(profile.groups));
   const std::map<std::string, double> prices(options.prices.begin(), options.prices.end());
   if (auto it = prices.find("run"); it != prices.end()) {
     out.pricePerHour = it->second;
@@ -535,7 +415,7 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
     if (t.intra) completeLink(*t.intra, "intra", t.device, where);
     if (t.inter) completeLink(*t.inter, "inter", t.device, where);
     p.ranks = t.hosts * t.ranksPerHost;
-    computeRatio(p, out.device, options);
+    computeRatio(p, out.device, options, profile.groups.shared());
     std::string notes;
     const double scale = communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device), notes);
     replayOnTarget(p, profile, own, scale);

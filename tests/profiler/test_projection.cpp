@@ -2,6 +2,7 @@
 // errors, and projections of real runs (tests/data/projection: the same job on simulated hosts
 // with the link between them at several rates, scripts/projection-runs.sh) against what was
 // measured on the target.
+#include "../../profiler/src/projection_replay.hpp"
 #include "ddp/common/error.hpp"
 #include "ddp/profiler/projection.hpp"
 
@@ -153,11 +154,10 @@ TEST_CASE("projected onto its own shape, a run gives back its measured step", "[
   }
 }
 
-TEST_CASE("projections onto slower links land near what was measured there, in the right order", "[projection]") {
-  // On the recorded runs of docs/projection.md's validation: every source onto every slower link
-  // within 15 % of the step measured there, and a slower link always projected slower. (Onto a
-  // faster link, CPU ranks that share a core compute faster on the slow link than they will on
-  // the fast one, which the model does not see: docs/projection.md, blind spots.)
+TEST_CASE("projections onto other links land near what was measured there, in the right order", "[projection]") {
+  // On the recorded runs of docs/projection.md's validation (one round: runs minutes apart), every
+  // source onto every other link within 25 % of the step measured there (one run of each: the
+  // median over the rounds is within 18 %), and a slower link always projected slower.
   for (const char* model : {"mlp", "cnn"}) {
     std::vector<RunData> runs;
     for (const char* link : {"unlimited", "1gbit", "200mbit", "50mbit"})
@@ -168,12 +168,102 @@ TEST_CASE("projections onto slower links land near what was measured there, in t
         const double projected = projectedStep(runs[from], shapeOf(runs[to])), measured = measuredStep(runs[to]);
         INFO(fmt::format("{} -> {}: projected {:.2f} ms, measured {:.2f} ms", runs[from].dir, runs[to].dir, projected,
                          measured));
-        if (to > from) CHECK(std::abs(projected - measured) / measured <= 0.15);
+        CHECK(std::abs(projected - measured) / measured <= 0.25);
         CHECK(projected >= previous);
         previous = projected;
       }
     }
   }
+}
+
+TEST_CASE("CPU ranks that share a core compute at the shared speed on a fast link", "[projection]") {
+  // On the 50 Mbit/s link the two ranks of each simulated host's core take turns (the ring ends
+  // ~100 ms apart on them), each computing alone; on the unlimited link they compute together.
+  // A model that kept the slow link's compute projected 37 % too fast there.
+  const auto slow = loadRun(kRuns + "mlp-50mbit"), fast = loadRun(kRuns + "mlp-unlimited");
+  const double projected = projectedStep(slow, shapeOf(fast)), measured = measuredStep(fast);
+  INFO(fmt::format("projected {:.2f} ms, measured {:.2f} ms", projected, measured));
+  CHECK(std::abs(projected - measured) / measured <= 0.10);
+  const auto groups = detail::coreGroups(slow);  // each host's ranks pinned to its core (taskset)
+  CHECK(groups.groupOf == std::vector<int>{0, 0, 1, 1});
+  CHECK(groups.cores == std::vector<int>{1, 1});
+  CHECK(groups.shared());
+}
+
+TEST_CASE("a run's CPU work is its phases with the sharing of its core undone", "[projection]") {
+  // Two ranks on CPU 0 of one host compute together: 10 ms before backward and 10 ms of backward
+  // each, so each did 5 + 5 ms of work; a third rank on CPU 1 computed alone.
+  RunData run;
+  for (int r = 0; r < 3; ++r) {
+    ddp::StepRecord rec;
+    rec.rank = r;
+    rec.startUnixUs = 1'000'000;
+    rec.stepMs = 20;
+    rec.samples = 8;
+    rec.phasesMs[ddp::Phase::kForward] = 10;
+    rec.phasesMs[ddp::Phase::kBackward] = 10;
+    rec.collectives = {{ddp::CollectiveOp::kAllreduce, 0, 1024, 1'020'000, 0.0}};
+    run.timings[r] = {rec};
+    ddp::RankExitRecord e;
+    e.rank = r;
+    e.host = "h";
+    run.exits.push_back(e);
+    ddp::UtilSample u;
+    u.rank = r;
+    u.cpus = r < 2 ? "0" : "1";
+    run.utilisation[r] = {u};
+  }
+  const auto p = detail::profileRun(run, true);
+  REQUIRE(p.steps.size() == 1);
+  CHECK(p.groups.groupOf == std::vector<int>{0, 0, 1});
+  for (int r : {0, 1}) {
+    CHECK(p.steps[0].ranks[r].preWorkMs == Approx(5));
+    CHECK(p.steps[0].ranks[r].backwardWorkMs == Approx(5));
+    CHECK(p.steps[0].ranks[r].launchWorkMs.at(0) == Approx(5));
+  }
+  CHECK(p.steps[0].ranks[2].backwardWorkMs == Approx(10));
+  // GPU ranks compute alone whatever CPUs they share.
+  CHECK(detail::profileRun(run, false).steps[0].ranks[0].backwardWorkMs == Approx(10));
+  // Without utilisation samples nothing is known of the cores: every rank alone.
+  run.utilisation.clear();
+  CHECK_FALSE(detail::coreGroups(run).shared());
+}
+
+TEST_CASE("the replay shares a core among the ranks computing on it", "[projection]") {
+  // Two ranks, 10 ms of work before backward and 10 ms of backward each, one bucket launched at
+  // backward's end, moved in 5 ms, 2 ms of optimizer.
+  detail::StepProfile s;
+  for (int r = 0; r < 2; ++r) {
+    detail::RankStep rs;
+    rs.backwardStartMs = rs.preWorkMs = 10;
+    rs.backwardMs = rs.backwardWorkMs = 10;
+    rs.optimizerMs = rs.optimizerWorkMs = 2;
+    rs.launchMs = {20};
+    rs.launchWorkMs = {10};
+    s.ranks.push_back(rs);
+  }
+  s.order = {0};
+  const std::vector<double> transfer{5};
+  // Each on a core of its own: 20 ms of compute, 5 of transfer, 2 of optimizer.
+  auto alone = detail::replay(s, 1.0, transfer, detail::aloneGroups(2));
+  CHECK(alone.stepMs == std::vector<double>{27, 27});
+  CHECK(alone.waitMs == std::vector<double>{5, 5});
+  // On one core: each computes at half speed (40 ms), then the optimizers share it too (4 ms).
+  detail::CoreGroups one{{0, 0}, {1}};
+  auto shared = detail::replay(s, 1.0, transfer, one);
+  CHECK(shared.stepMs[0] == Approx(49));
+  CHECK(shared.stepMs[1] == Approx(49));
+  // The second rank starting 20 ms later: each computes alone (20 ms), the first then waits for
+  // the second and the transfer (25 ms), and their optimizers share the core (4 ms).
+  s.ranks[1].startOffsetMs = 20;
+  auto staggered = detail::replay(s, 1.0, transfer, one);
+  CHECK(staggered.stepMs[0] == Approx(49));
+  CHECK(staggered.stepMs[1] == Approx(29));  // from its own start
+  CHECK(staggered.waitMs[0] == Approx(25));
+  CHECK(staggered.waitMs[1] == Approx(5));
+  // Compute scaled by k, the skew by the communication's scale.
+  auto scaled = detail::replay(s, 0.5, transfer, one, 0.0);
+  CHECK(scaled.stepMs[0] == Approx(27));  // 2 x 10 shared, 5, 2 x 1 shared
 }
 
 TEST_CASE("one host projected onto two lands near the measured two-host run", "[projection]") {

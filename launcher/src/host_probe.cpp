@@ -3,9 +3,10 @@
 #include "ddp/common/log.hpp"
 #include "ddp/launcher/process.hpp"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <unistd.h>
-#include <algorithm>
 #include <csignal>
 #include <thread>
 

@@ -160,23 +160,37 @@ std::string collateralLine(const Verdict& v) {
              : fmt::format("rank(s) {} were stopped because of it (collateral, not at fault)", rankList(v.collateral));
 }
 
+namespace {
+
+// What ddprun says of the lost host: it never came up (named by its probe, or because the others'
+// ranks arrived), or it was lost while the job ran.
+std::string lostHostLine(const Verdict& v, const std::string& localHost, const std::string& launcher) {
+  const std::string ranks = rankList(v.lostHostRanks);
+  if (!v.neverUpProbe.empty())
+    return fmt::format(
+        "host {0} never came up: none of its ranks ({1}) reached ddprun, and {2} could not start a process there "
+        "alone (`{2} -np 1 --host {0}:1 /bin/true`: {3}) while it could on the other hosts (the host is down or "
+        "unreachable, or cannot connect back to {4})",
+        *v.lostHost, ranks, launcher, v.neverUpProbe, localHost);
+  if (v.hostNeverUp)
+    return fmt::format(
+        "host {} never came up: none of its ranks ({}) reached ddprun (the host is down or unreachable, or {} could "
+        "not start them there)",
+        *v.lostHost, ranks, launcher);
+  return fmt::format(
+      "host {} was lost: ranks {} there stopped answering ddprun together, without an exit record (the host died, "
+      "or its link to {} went down)",
+      *v.lostHost, ranks, localHost);
+}
+
+}  // namespace
+
 std::vector<std::string> lostLines(const Verdict& v, const std::string& localHost, const std::string& launcher,
                                    const std::string& launcherNote) {
   std::vector<std::string> out;
   std::vector<int> lost = v.lost;  // those of a lost host are named with it
   if (v.lostHost) {
-    out.push_back(!v.neverUpProbe.empty()
-                      ? fmt::format("host {0} never came up: none of its ranks ({1}) reached ddprun, and {2} could not "
-                                    "start a process there alone (`{2} -np 1 --host {0}:1 /bin/true`: {3}) while it "
-                                    "could on the other hosts (the host is down or unreachable, or cannot connect back "
-                                    "to {4})",
-                                    *v.lostHost, rankList(v.lostHostRanks), launcher, v.neverUpProbe, localHost)
-                  : v.hostNeverUp ? fmt::format("host {} never came up: none of its ranks ({}) reached ddprun (the "
-                                                "host is down or unreachable, or {} could not start them there)",
-                                                *v.lostHost, rankList(v.lostHostRanks), launcher)
-                                  : fmt::format("host {} was lost: ranks {} there stopped answering ddprun together, "
-                                                "without an exit record (the host died, or its link to {} went down)",
-                                                *v.lostHost, rankList(v.lostHostRanks), localHost));
+    out.push_back(lostHostLine(v, localHost, launcher));
     if (!v.collateral.empty()) out.push_back(collateralLine(v));
     lost.erase(std::remove_if(lost.begin(), lost.end(), [&](int r) { return v.records.at(r).host == *v.lostHost; }),
                lost.end());

@@ -20,24 +20,17 @@ namespace {
 
 constexpr double kEps = 1e-9;
 
-std::vector<int> groupSizes(const CoreGroups& g) {
-  std::vector<int> sizes(g.cores.size(), 0);
-  for (int group : g.groupOf) ++sizes[static_cast<size_t>(group)];
-  return sizes;
-}
-
-// The CPUs a rank's samples say it may run on most often; none without samples.
+// The CPUs a rank may run on: its last sample's that says, as the report's utilisation summary
+// takes them; none without samples.
 std::optional<std::set<int>> rankCpus(const RunData& run, int rank) {
   const auto it = run.utilisation.find(rank);
   if (it == run.utilisation.end()) return std::nullopt;
-  std::map<std::string, int> seen;
-  for (const auto& u : it->second)
-    if (u.cpus) ++seen[*u.cpus];
-  if (seen.empty()) return std::nullopt;
-  const auto most =
-      std::max_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  const auto list = parseCpuList(most->first);
-  return std::set<int>(list.begin(), list.end());
+  for (auto u = it->second.rbegin(); u != it->second.rend(); ++u)
+    if (u->cpus) {
+      const auto list = parseCpuList(*u->cpus);
+      return std::set<int>(list.begin(), list.end());
+    }
+  return std::nullopt;
 }
 
 // The share of a core each member of a group gets over time, from the members' CPU intervals
@@ -75,11 +68,9 @@ class Sharing {
 
 // Each rank's CPU work in the step: its phases' wall time with the sharing of its group undone.
 void addWork(StepProfile& s, const std::vector<double>& startMs, const CoreGroups& groups) {
-  const auto sizes = groupSizes(groups);
-  for (size_t g = 0; g < groups.cores.size(); ++g) {
-    std::vector<size_t> members;
-    for (size_t r = 0; r < s.ranks.size(); ++r)
-      if (groups.groupOf[r] == static_cast<int>(g)) members.push_back(r);
+  const auto all = groups.members();
+  for (size_t g = 0; g < all.size(); ++g) {
+    const auto& members = all[g];
     std::vector<std::pair<double, double>> intervals;
     for (size_t r : members) {
       const auto& rs = s.ranks[r];
@@ -87,7 +78,7 @@ void addWork(StepProfile& s, const std::vector<double>& startMs, const CoreGroup
       intervals.emplace_back(t0, t0 + rs.backwardStartMs + rs.backwardMs);
       intervals.emplace_back(t0 + rs.stepMs - rs.optimizerMs, t0 + rs.stepMs);
     }
-    const bool alone = sizes[g] <= groups.cores[g];
+    const bool alone = members.size() <= static_cast<size_t>(groups.cores[g]);
     const Sharing sharing(intervals, groups.cores[g]);
     for (size_t r : members) {
       auto& rs = s.ranks[r];
@@ -171,22 +162,25 @@ void steadyWork(RunProfile& p) {
 
 }  // namespace
 
+std::vector<std::vector<size_t>> CoreGroups::members() const {
+  std::vector<std::vector<size_t>> out(cores.size());
+  for (size_t r = 0; r < groupOf.size(); ++r) out[static_cast<size_t>(groupOf[r])].push_back(r);
+  return out;
+}
+
 bool CoreGroups::shared() const {
-  const auto sizes = groupSizes(*this);
-  for (size_t g = 0; g < sizes.size(); ++g)
-    if (sizes[g] > cores[g]) return true;
+  const auto all = members();
+  for (size_t g = 0; g < all.size(); ++g)
+    if (all[g].size() > static_cast<size_t>(cores[g])) return true;
   return false;
 }
 
 std::string sharingAssumption(const CoreGroups& groups) {
   std::vector<std::string> parts;
-  for (size_t g = 0; g < groups.cores.size(); ++g) {
-    std::vector<int> members;
-    for (size_t r = 0; r < groups.groupOf.size(); ++r)
-      if (groups.groupOf[r] == static_cast<int>(g)) members.push_back(static_cast<int>(r));
-    if (static_cast<int>(members.size()) > groups.cores[g])
-      parts.push_back(fmt::format("ranks {} share {} core(s)", fmt::join(members, ", "), groups.cores[g]));
-  }
+  const auto all = groups.members();
+  for (size_t g = 0; g < all.size(); ++g)
+    if (all[g].size() > static_cast<size_t>(groups.cores[g]))
+      parts.push_back(fmt::format("ranks {} share {} core(s)", fmt::join(all[g], ", "), groups.cores[g]));
   return fmt::format(
       "CPU ranks that share cores (their CPU affinity in the utilisation samples): {}; each rank's compute is "
       "replayed as its own work (the sharing in the run undone, its median over the steps), shared again on CPU "
@@ -238,9 +232,9 @@ CoreGroups coreGroups(const RunData& run) {
 }
 
 CoreGroups carriedGroups(const CoreGroups& run) {
-  const auto sizes = groupSizes(run);
+  const auto all = run.members();
   std::map<std::pair<int, int>, int> seen;  // (members, cores) -> groups
-  for (size_t g = 0; g < sizes.size(); ++g) ++seen[{sizes[g], run.cores[g]}];
+  for (size_t g = 0; g < all.size(); ++g) ++seen[{static_cast<int>(all[g].size()), run.cores[g]}];
   const auto common =
       std::max_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   CoreGroups out;

@@ -14,9 +14,10 @@ namespace ddp::profiler::detail {
 // Ranks that share cores (by index into the run's ranks, in rank order): each group's members
 // and how many cores they have together. A rank alone on its cores is a group of its own.
 struct CoreGroups {
-  std::vector<int> groupOf;  // per rank
-  std::vector<int> cores;    // per group
-  bool shared() const;       // some group has more members than cores
+  std::vector<int> groupOf;                          // per rank
+  std::vector<int> cores;                            // per group
+  std::vector<std::vector<size_t>> members() const;  // per group, its ranks
+  bool shared() const;                               // some group has more members than cores
 };
 
 // From the utilisation samples: ranks of one host whose CPUs (affinity) overlap share them all.

@@ -488,14 +488,16 @@ class Instrumentation:
         threads get 50 ms more, with the GIL released. A reducer left to interpreter finalization
         (a DDP model in a global) would also drop a Python hook without the GIL and abort the process
         ("terminate called without an active exception"): at exit every reducer goes here."""
-        going = [entry for entry in self.hooked if not dead_only or entry[0]() is None]
+        going, staying = [], []
+        for entry in self.hooked:
+            (going if not dead_only or entry[0]() is None else staying).append(entry)
         if not going:
             return
         deadline = monotonic() + 2.0
         while self.in_flight > 0 and monotonic() < deadline:
             sleep(0.005)
         sleep(0.05)
-        self.hooked = [entry for entry in self.hooked if all(entry is not g for g in going)]
+        self.hooked = staying
         for ref, _ in going:
             model = ref()
             if model is None:

@@ -1,18 +1,10 @@
 #include "ddp/profiler/nccl_facts.hpp"
 
-#include "ddp/common/error.hpp"
-
 #include "text.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 
 namespace ddp::profiler {
 namespace {
@@ -44,11 +36,12 @@ void forEachBracketedDevice(std::string_view list, F&& f) {
 
 // "misc/socket.cc:564 -> 2" or "group.cc:65 -> 2 [Async thread]": the result-code trail.
 std::optional<int64_t> returnCode(std::string_view m) {
-  size_t arrow = m.find(" -> ");
-  if (arrow == std::string_view::npos || arrow == 0) return std::nullopt;
+  // The location is the first word: the arrow follows its first blank, or there is none.
+  const size_t arrow = m.find(' ');
+  if (arrow == std::string_view::npos || arrow == 0 || m.compare(arrow, 4, " -> ") != 0) return std::nullopt;
   std::string_view location = m.substr(0, arrow);
   size_t colon = location.rfind(':');
-  if (colon == std::string_view::npos || location.find(' ') != std::string_view::npos) return std::nullopt;
+  if (colon == std::string_view::npos) return std::nullopt;
   for (size_t k = colon + 1; k < location.size(); ++k)
     if (location[k] < '0' || location[k] > '9') return std::nullopt;
   return numberAfter(m.substr(arrow + 3), "");
@@ -59,7 +52,7 @@ std::optional<int64_t> returnCode(std::string_view m) {
 void NcclFactsBuilder::addLine(std::string_view line) {
   ++facts_.linesRead;
   if (line.empty()) return;
-  if (auto parsed = parseNcclLine(line)) {
+  if (auto parsed = reader_.parse(line)) {
     ++facts_.linesRecognised;
     if (parsed->damaged) ++facts_.linesDamaged;
     addMessage(*parsed);
@@ -158,7 +151,8 @@ void NcclFactsBuilder::addInitFacts(const NcclLine& l) {
   if (auto n = numberAfter(m, "nNodes")) f.nnodes = static_cast<int>(*n);
   if (contains(m, "Init COMPLETE")) {
     ++f.initCompleteLines;
-    if (auto rank = numberAfter(m, "rank"); rank && l.hasPrefix && f.rankHosts.size() < 100000)
+    if (auto rank = numberAfter(m, "rank");
+        rank && l.hasPrefix && (f.rankHosts.size() < 100000 || f.rankHosts.count(*rank)))
       f.rankHosts[static_cast<int>(*rank)] = std::string(l.host);
   }
   if (auto driver = numberAfter(m, "cudaDriverVersion")) f.cudaDriverVersion = *driver;
@@ -170,7 +164,7 @@ void NcclFactsBuilder::addNetwork(std::string_view m) {
     f.network = std::string(trimValue(m.substr(14)));
   } else if (startsWith(m, "NET/IB : Using ") || startsWith(m, "NET/IB: Using ")) {
     netIbUsing_ = !contains(m, "for sideband");
-    if (netIbUsing_) forEachBracketedDevice(m, [&](std::string_view d) { f.ibDevices.emplace(d); });
+    if (*netIbUsing_) forEachBracketedDevice(m, [&](std::string_view d) { f.ibDevices.emplace(d); });
   } else if (startsWith(m, "NET/Socket : Using ") || startsWith(m, "NET/Socket: Using ")) {
     if (!contains(m, "threads")) {
       netSocketUsing_ = true;
@@ -243,6 +237,75 @@ void NcclFactsBuilder::addEdge(const Edge& edge) {
   if (edge.proxyRank >= 0) summary.proxyRank = edge.proxyRank;
 }
 
+void EdgeTable::merge(const EdgeTable& later) {
+  for (const EdgeSummary& e : later.edges_) {
+    EdgeSummary& summary = at(e.from, e.to, e.transport);
+    if (summary.lines == 0) summary.via = e.via;
+    summary.lines += e.lines;
+    summary.gdr = summary.gdr || e.gdr;
+    if (e.proxyRank >= 0) summary.proxyRank = e.proxyRank;
+  }
+}
+
+namespace {
+
+// The merge rules of NcclFactsBuilder::merge, one per kind of fact.
+template <typename T>
+void takeLater(std::optional<T>& mine, const std::optional<T>& later) {
+  if (later) mine = later;
+}
+template <typename Container>
+void addCapped(Container& mine, const Container& later, size_t cap) {
+  for (const auto& v : later) {
+    if (mine.size() >= cap) break;
+    mine.insert(mine.end(), v);
+  }
+}
+template <typename Map>
+void addCounts(Map& mine, const Map& later) {
+  for (const auto& [key, count] : later) mine[key] += count;
+}
+
+}  // namespace
+
+void NcclFactsBuilder::merge(const NcclFactsBuilder& later) {
+  auto& f = facts_;
+  const auto& g = later.facts_;
+  takeLater(f.ncclVersion, g.ncclVersion);
+  takeLater(f.cudaVersion, g.cudaVersion);
+  takeLater(f.cudaDriverVersion, g.cudaDriverVersion);
+  takeLater(f.nnodes, g.nnodes);
+  takeLater(f.network, g.network);
+  if (g.nranks) f.nranks = std::max(f.nranks.value_or(0), *g.nranks);
+  addCapped(f.hosts, g.hosts, 100000);
+  f.ibDevices.insert(g.ibDevices.begin(), g.ibDevices.end());
+  f.socketInterfaces.insert(g.socketInterfaces.begin(), g.socketInterfaces.end());
+  f.failureKinds.insert(g.failureKinds.begin(), g.failureKinds.end());
+  f.edgeLines += g.edgeLines;
+  f.initCompleteLines += g.initCompleteLines;
+  f.warnLines += g.warnLines;
+  f.linesRead += g.linesRead;
+  f.linesRecognised += g.linesRecognised;
+  f.linesDamaged += g.linesDamaged;
+  for (const auto& [name, value] : g.envOverrides) f.envOverrides[name] = value;
+  addCounts(f.collOps, g.collOps);
+  addCounts(f.returnCodes, g.returnCodes);
+  const size_t before = f.warnings.size();
+  addCapped(f.warnings, g.warnings, NcclFacts::kMaxWarnings);
+  f.warningsDropped += g.warningsDropped + g.warnings.size() - (f.warnings.size() - before);
+  addCapped(f.initTimings, g.initTimings, NcclFacts::kMaxInitTimings);
+  for (const auto& [rank, host] : g.rankHosts)
+    if (f.rankHosts.size() < 100000 || f.rankHosts.count(rank)) f.rankHosts[rank] = host;
+  edges_.merge(later.edges_);
+  transports_ |= later.transports_;
+  takeLater(netIbUsing_, later.netIbUsing_);
+  netSocketUsing_ = netSocketUsing_ || later.netSocketUsing_;
+  internalSocket_ = internalSocket_ || later.internalSocket_;
+  ringGdrOn_ = ringGdrOn_ || later.ringGdrOn_;
+  ringGdrOff_ = ringGdrOff_ || later.ringGdrOff_;
+  lastHost_ = later.lastHost_;
+}
+
 NcclFacts NcclFactsBuilder::finish() const {
   NcclFacts f = facts_;
   for (const auto& e : edges_.all()) f.edges.emplace(std::make_tuple(e.from, e.to, static_cast<int>(e.transport)), e);
@@ -253,7 +316,7 @@ NcclFacts NcclFactsBuilder::finish() const {
   if (!f.network) {
     // DESIGN.md: "Using network X", else IB when NET/IB : Using is present, else Socket when
     // NET/Socket : Using is; older logs say it only through the 2.3 line or the edges.
-    if (netIbUsing_)
+    if (netIbUsing_.value_or(false))
       f.network = "IB";
     else if (netSocketUsing_ || internalSocket_)
       f.network = "Socket";
@@ -275,84 +338,6 @@ NcclFacts NcclFactsBuilder::finish() const {
   else if (ringGdrOn_ || ringGdrOff_)
     f.gdrdma = ringGdrOn_;
   return f;
-}
-
-namespace {
-
-// Feeds the lines of `data` to the builder; a line cut at the end of the window is kept in
-// `carry` and completed by the next window.
-void feedWindow(NcclFactsBuilder& builder, const char* data, size_t size, std::string& carry) {
-  size_t start = 0;
-  if (!carry.empty()) {
-    const void* nl = std::memchr(data, '\n', size);
-    if (!nl) {
-      carry.append(data, size);
-      return;
-    }
-    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
-    carry.append(data, end);
-    builder.addLine(carry);
-    carry.clear();
-    start = end + 1;
-  }
-  while (const void* nl = std::memchr(data + start, '\n', size - start)) {
-    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
-    builder.addLine(std::string_view(data + start, end - start));
-    start = end + 1;
-  }
-  carry.assign(data + start, size - start);
-}
-
-[[noreturn]] void readFailed(const std::string& path, int fd) {
-  int error = errno;
-  ::close(fd);
-  throw ConfigError(fmt::format("cannot read NCCL log {}: {}", path, std::strerror(error)));
-}
-
-}  // namespace
-
-NcclFacts readNcclLogs(const std::vector<std::string>& paths) {
-  NcclFactsBuilder builder;
-  // Regular files are mapped a window at a time (no copy out of the page cache; the window is
-  // unmapped before the next, so resident memory stays ~kWindow); pipes and other special files
-  // are read into a buffer.
-  constexpr size_t kWindow = size_t{16} << 20;
-  std::vector<char> buffer;
-  std::string carry;
-  for (const auto& path : paths) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw ConfigError(fmt::format("cannot read NCCL log {}: {}", path, std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) readFailed(path, fd);
-    if (S_ISDIR(st.st_mode)) {
-      ::close(fd);
-      throw ConfigError(fmt::format("NCCL log {} is a directory, not a file", path));
-    }
-    carry.clear();
-    if (S_ISREG(st.st_mode) && st.st_size > 0) {
-      const auto size = static_cast<size_t>(st.st_size);
-      for (size_t offset = 0; offset < size; offset += kWindow) {
-        const size_t length = std::min(kWindow, size - offset);
-        void* map = ::mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(offset));
-        if (map == MAP_FAILED) readFailed(path, fd);
-        ::madvise(map, length, MADV_SEQUENTIAL);
-        feedWindow(builder, static_cast<const char*>(map), length, carry);
-        ::munmap(map, length);
-      }
-    } else {
-      buffer.resize(4 << 20);
-      for (;;) {
-        ssize_t n = ::read(fd, buffer.data(), buffer.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) readFailed(path, fd);
-        if (n == 0) break;
-        feedWindow(builder, buffer.data(), static_cast<size_t>(n), carry);
-      }
-    }
-    if (!carry.empty()) builder.addLine(carry);  // a last line without a newline
-    ::close(fd);
-  }
-  return builder.finish();
 }
 
 namespace {

@@ -139,7 +139,9 @@ bool hasNcclWord(std::string_view s) {
 // line's first byte, nothing between "[dev] " and the tag, and no second "NCCL " in the message
 // (where a concurrent writer's line may have been interleaved). Anything else is left to the
 // general reading, which gives the same result for these lines.
-std::optional<NcclLine> parseStandard(std::string_view s) {
+// prefixLength, when given, gets the length of "host:pid:tid [dev] NCCL LEVEL " (0 when the level
+// ends the line).
+std::optional<NcclLine> parseStandard(std::string_view s, size_t* prefixLength) {
   const size_t n = s.size();
   size_t i = 0;
   while (i < n && s[i] != ':') {
@@ -162,13 +164,12 @@ std::optional<NcclLine> parseStandard(std::string_view s) {
   out.message = trim(s.substr(tag->at + tag->length));
   if (hasNcclWord(out.message)) return std::nullopt;
   out.hasPrefix = true;
+  if (prefixLength) *prefixLength = tag->at + tag->length < n ? tag->at + tag->length + 1 : 0;
   return out;
 }
 
-}  // namespace
-
-std::optional<NcclLine> parseNcclLine(std::string_view line) {
-  if (auto standard = parseStandard(line)) return standard;
+// Any line but the standard one: the last "NCCL <LEVEL>" tag, its prefix read backwards.
+std::optional<NcclLine> parseGeneral(std::string_view line) {
   // The last "NCCL <LEVEL>" tag with a prefix before it is the line's; an earlier one means a
   // concurrent writer's unfinished line was interleaved in front of it.
   std::optional<Tag> last;
@@ -201,6 +202,33 @@ std::optional<NcclLine> parseNcclLine(std::string_view line) {
   // A prefix belongs to this tag only if it lies after the previous line's text.
   if (!parsePrefix(line, last->at, out)) out.hasPrefix = false;
   return out;
+}
+
+}  // namespace
+
+std::optional<NcclLine> NcclLineReader::parse(std::string_view line) {
+  const size_t n = prefix_.size();
+  if (n > 0 && line.size() >= n && std::memcmp(line.data(), prefix_.data(), n) == 0) {
+    NcclLine out = fields_;
+    out.host = std::string_view(prefix_).substr(0, hostLength_);
+    out.message = trim(line.substr(n));
+    if (!hasNcclWord(out.message)) return out;
+    return parseGeneral(line);  // a second tag
+  }
+  size_t prefixLength = 0;
+  auto parsed = parseStandard(line, &prefixLength);
+  if (!parsed) return parseGeneral(line);
+  if (prefixLength > 0) {
+    prefix_.assign(line.data(), prefixLength);
+    fields_ = *parsed;
+    hostLength_ = parsed->host.size();
+  }
+  return parsed;
+}
+
+std::optional<NcclLine> parseNcclLine(std::string_view line) {
+  if (auto standard = parseStandard(line, nullptr)) return standard;
+  return parseGeneral(line);
 }
 
 std::optional<VersionInfo> parseVersion(std::string_view text) {

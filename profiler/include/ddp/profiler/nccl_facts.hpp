@@ -73,6 +73,8 @@ class EdgeTable {
  public:
   EdgeSummary& at(int from, int to, TransportClass transport);
   const std::vector<EdgeSummary>& all() const { return edges_; }
+  // Adds the edges a later stretch of the log gave, as if its lines had followed this one's.
+  void merge(const EdgeTable& later);
 
  private:
   struct Slot {
@@ -87,6 +89,9 @@ class NcclFactsBuilder {
  public:
   // One physical line, without its newline.
   void addLine(std::string_view line);
+  // Takes in the builder of the lines that follow this one's (a later stretch of the same log,
+  // or the next file): the facts come out as if one builder had read all the lines in order.
+  void merge(const NcclFactsBuilder& later);
   // The facts so far, with the network fallbacks and gdrdma resolved.
   NcclFacts finish() const;
 
@@ -99,17 +104,22 @@ class NcclFactsBuilder {
   void addNetwork(std::string_view message);  // the network and devices NCCL uses
   void addEdge(const Edge& edge);
   void addColl(const CollRecord& coll);
+  NcclLineReader reader_;
   std::string lastHost_;
   NcclFacts facts_;  // all but edges and transports, which finish() fills from these two:
   EdgeTable edges_;
-  unsigned transports_ = 0;  // bit (1 << TransportClass)
-  bool netIbUsing_ = false, netSocketUsing_ = false, internalSocket_ = false;
+  unsigned transports_ = 0;         // bit (1 << TransportClass)
+  std::optional<bool> netIbUsing_;  // the last "NET/IB : Using" line: for the data, or only sideband
+  bool netSocketUsing_ = false, internalSocket_ = false;
   bool ringGdrOn_ = false, ringGdrOff_ = false;
 };
 
-// Streams files through a builder (in 4 MiB reads); throws ConfigError naming a file that
-// cannot be read.
-NcclFacts readNcclLogs(const std::vector<std::string>& paths);
+// Streams files through builders, in order; throws ConfigError naming a file that cannot be read.
+// A large regular file is cut at line boundaries into one stretch per thread, each read by a
+// builder of its own and merged in file order (the same facts as one builder reading it all).
+// threads 0: one per core, at most 8, and none for less than 8 MiB of log; otherwise exactly
+// that many stretches per regular file, however small (the tests' setting).
+NcclFacts readNcclLogs(const std::vector<std::string>& paths, unsigned threads = 0);
 
 // The DESIGN.md object, plus edges, the rank x rank transport matrix, warnings, line counts.
 nlohmann::json toJson(const NcclFacts& facts);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ddp::profiler {
@@ -26,6 +27,19 @@ struct NcclLine {
 };
 
 std::optional<NcclLine> parseNcclLine(std::string_view line);
+
+// parseNcclLine over the lines of a log in order. A run of lines from one thread shares its
+// standard prefix ("host:pid:tid [dev] NCCL LEVEL "): the reader keeps the last one, and a line
+// that starts with it is read as parseNcclLine reads it, without reading the prefix again.
+class NcclLineReader {
+ public:
+  std::optional<NcclLine> parse(std::string_view line);
+
+ private:
+  std::string prefix_;  // the last standard prefix, with the blank after the level
+  NcclLine fields_;     // what it held (host: the first hostLength_ bytes of prefix_)
+  size_t hostLength_ = 0;
+};
 
 // "NCCL version 2.27.6+cuda12.9", bare or as a message.
 struct VersionInfo {

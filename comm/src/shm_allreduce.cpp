@@ -2,7 +2,13 @@
 
 #include "ddp/comm/mpi_error.hpp"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <climits>
 #include <cstring>
 
 namespace ddp::comm::detail {
@@ -30,7 +36,7 @@ ShmAllreduce::ShmAllreduce(MPI_Comm comm, int ranksPerHost) {
   DDP_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm));
   usable_ = localSize_ > 1 && sizes[0] == -sizes[1] && hosts_ * localSize_ == worldSize_;
   if (!usable_) return;
-  const auto bytes = static_cast<MPI_Aint>(2 * (localSize_ + 1) * kSegmentBytes);
+  const auto bytes = static_cast<MPI_Aint>(kHeaderBytes + 2 * (localSize_ + 1) * kSegmentBytes);
   void* mine = nullptr;
   DDP_CHECK_MPI(MPI_Win_allocate_shared(localRank_ == 0 ? bytes : 0, 1, MPI_INFO_NULL, node_, &mine, &window_));
   MPI_Aint size = 0;
@@ -38,6 +44,8 @@ ShmAllreduce::ShmAllreduce(MPI_Comm comm, int ranksPerHost) {
   void* first = nullptr;
   DDP_CHECK_MPI(MPI_Win_shared_query(window_, 0, &size, &unit, &first));
   base_ = static_cast<char*>(first);
+  if (localRank_ == 0) std::memset(base_, 0, kHeaderBytes);
+  DDP_CHECK_MPI(MPI_Barrier(node_));
 }
 
 ShmAllreduce::~ShmAllreduce() {
@@ -46,8 +54,54 @@ ShmAllreduce::~ShmAllreduce() {
   if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
 }
 
+namespace {
+
+// How long a rank spins for the others before it sleeps: about the imbalance of two ranks
+// copying a segment when both run; beyond it the late one is most likely not running.
+constexpr auto kSpin = std::chrono::microseconds(20);
+
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+long futex(uint32_t* word, int op, uint32_t value) {
+  return ::syscall(SYS_futex, word, op, value, nullptr, nullptr, 0);  // shared: not FUTEX_PRIVATE
+}
+
+}  // namespace
+
+// Sense by generation: the last rank to arrive resets the count, then opens the next
+// generation and wakes the sleepers, if any (seq_cst on both sides: a rank that counts itself a
+// sleeper and then sees the old generation is woken, or sees the new one).
+void ShmAllreduce::hostBarrier() {
+  uint32_t* arrived = word(0);
+  uint32_t* generation = word(1);
+  uint32_t* sleepers = word(2);
+  const uint32_t mine = __atomic_load_n(generation, __ATOMIC_ACQUIRE);
+  if (__atomic_add_fetch(arrived, 1, __ATOMIC_ACQ_REL) == static_cast<uint32_t>(localSize_)) {
+    __atomic_store_n(arrived, 0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(generation, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST) > 0) futex(generation, FUTEX_WAKE, INT_MAX);
+    return;
+  }
+  const auto spinUntil = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1; __atomic_load_n(generation, __ATOMIC_ACQUIRE) == mine; ++i) {
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= spinUntil) break;
+    cpuRelax();
+  }
+  if (__atomic_load_n(generation, __ATOMIC_ACQUIRE) != mine) return;
+  __atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(generation, __ATOMIC_SEQ_CST) == mine) futex(generation, FUTEX_WAIT, mine);
+  __atomic_sub_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
 char* ShmAllreduce::slot(int set, int index) const {
-  return base_ + (static_cast<size_t>(set) * (localSize_ + 1) + static_cast<size_t>(index)) * kSegmentBytes;
+  return base_ + kHeaderBytes +
+         (static_cast<size_t>(set) * (localSize_ + 1) + static_cast<size_t>(index)) * kSegmentBytes;
 }
 
 void ShmAllreduce::run(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, MPI_Datatype mpiType,
@@ -73,7 +127,7 @@ void ShmAllreduce::run(const void* send, void* recv, size_t count, DType dtype, 
       const auto [offset, bytes] = range(j);
       std::memcpy(slot(set, localRank_) + offset, segIn + offset, bytes);
     }
-    DDP_CHECK_MPI(MPI_Barrier(node_));
+    hostBarrier();
     // 2. Reduce this rank's share: own input plus every other rank's slot, into the result.
     const auto [offset, bytes] = range(localRank_);
     char* result = slot(set, localSize_) + offset;
@@ -89,7 +143,7 @@ void ShmAllreduce::run(const void* send, void* recv, size_t count, DType dtype, 
     }
     if (op == ReduceOp::kAvg) divideInPlace(result, dtype, bytes / typeSize, worldSize_);
     std::memcpy(segOut + offset, result, bytes);
-    DDP_CHECK_MPI(MPI_Barrier(node_));
+    hostBarrier();
     // 3. Copy the other ranks' shares out.
     for (int j = 0; j < localSize_; ++j) {
       if (j == localRank_) continue;

@@ -3,11 +3,14 @@
 // same cases in the same order; checks are CHECKs so no rank leaves a collective early.
 
 #define CATCH_CONFIG_RUNNER
+#include "ddp/comm/detail/shm_allreduce.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/common/error.hpp"
 #include "support/backend_session.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <time.h>
 
 #include <cmath>
 #include <thread>
@@ -201,6 +204,39 @@ TEST_CASE("several collectives in flight complete in order", "[comm][collectives
   for (size_t k = 0; k < works.size(); ++k) {
     works[k]->wait();
     CHECK(buffers[k][1000] == static_cast<int64_t>(k) + b.size() - 1);
+  }
+}
+
+TEST_CASE("the shared-memory allreduce sleeps while a rank of its host is late, it does not spin",
+          "[comm][collectives][mpi]") {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return;  // a backend that runs without MPI
+  detail::ShmAllreduce shm(MPI_COMM_WORLD, 0);
+  std::vector<float> data(size_t{1} << 18, 1.0f);  // 1 MiB: two segments
+  if (!shm.serves(data.size() * sizeof(float))) return;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Called directly, without the backend's polite wait for every rank in front: the others
+  // copy their shares, then wait at the host barrier for the last rank, 400 ms late.
+  if (rank == size - 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto cpu = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  };
+  const auto before = cpu();
+  const auto wallBefore = std::chrono::steady_clock::now();
+  shm.run(data.data(), data.data(), data.size(), DType::kFloat32, ReduceOp::kSum, MPI_FLOAT, MPI_SUM);
+  const auto used = std::chrono::duration_cast<std::chrono::milliseconds>(cpu() - before);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wallBefore);
+  CHECK(data[123457] == static_cast<float>(size));
+  if (rank != size - 1) {
+    INFO("waited " << waited.count() << " ms, of which on a CPU " << used.count() << " ms");
+    CHECK(waited.count() >= 300);
+    CHECK(used.count() < 100);
   }
 }
 

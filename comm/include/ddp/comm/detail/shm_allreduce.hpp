@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ddp::comm::detail {
 
@@ -33,9 +34,15 @@ class ShmAllreduce {
 
   static constexpr size_t kMinBytes = size_t{256} << 10;
   static constexpr size_t kSegmentBytes = size_t{512} << 10;
+  // The host barrier's words, each on a cache line of its own, ahead of the slots.
+  static constexpr size_t kHeaderBytes = 256;
 
  private:
   char* slot(int set, int index) const;
+  uint32_t* word(int index) const { return reinterpret_cast<uint32_t*>(base_ + 64 * index); }
+  // Every rank of the host has arrived: a spin of a few microseconds, then a futex sleep, so a
+  // rank whose peer is descheduled gives its core back (Open MPI's barrier busy-polls).
+  void hostBarrier();
 
   MPI_Comm node_ = MPI_COMM_NULL;   // the ranks of this host
   MPI_Comm peers_ = MPI_COMM_NULL;  // the ranks with this local rank on every host

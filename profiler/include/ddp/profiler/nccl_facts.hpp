@@ -117,8 +117,8 @@ class NcclFactsBuilder {
 // Streams files through builders, in order; throws ConfigError naming a file that cannot be read.
 // A large regular file is cut at line boundaries into one stretch per thread, each read by a
 // builder of its own and merged in file order (the same facts as one builder reading it all).
-// threads 0: one per core, at most 8, and none for less than 8 MiB of log; otherwise exactly
-// that many stretches per regular file, however small (the tests' setting).
+// threads 0: one stretch per CPU in the process's affinity, at most 8 and at most one per 8 MiB
+// of the file; otherwise exactly that many stretches per regular file, however small (tests).
 NcclFacts readNcclLogs(const std::vector<std::string>& paths, unsigned threads = 0);
 
 // The DESIGN.md object, plus edges, the rank x rank transport matrix, warnings, line counts.

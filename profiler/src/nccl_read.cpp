@@ -99,8 +99,7 @@ size_t lineStartFrom(const LogFile& file, size_t at) {
   if (at == 0) return 0;
   char block[4096];
   for (size_t pos = at - 1; pos < file.size();) {
-    const ssize_t n =
-        ::pread(file.fd(), block, std::min(sizeof block, file.size() - pos), static_cast<off_t>(pos));
+    const ssize_t n = ::pread(file.fd(), block, std::min(sizeof block, file.size() - pos), static_cast<off_t>(pos));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) file.fail();
     if (n == 0) break;

@@ -36,7 +36,7 @@ for mix in coll edges; do
   done
 done
 /usr/bin/python3 - "$results" "$runs" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" nccl-parse
-import json, statistics, sys
+import json, os, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 runs = int(sys.argv[2])
 print("## NCCL log parsing (`bench/nccl-parse.sh`)\n")
@@ -45,8 +45,8 @@ print("`ddprof nccl --json` against `grep -c 'NCCL INFO'` on generated NCCL_DEBU
       "occasional WARN and application line) and **edge-heavy** (communicator after communicator set up over 32 "
       "channels: `via P2P/CUMEM/read`, `via SHM/direct/direct`, `[send]`/`[receive] via NET/IB/k/GDRDMA`, the lines "
       f"that dominate a large job's init). Both read from the page cache; each of {runs} runs times the two back to "
-      "back (and ddprof confined to one CPU, `taskset -c 0`, for the last column), and the ratio is the median of the per-run ratios (this machine's speed drifts between runs by more "
-      "than the difference).\n")
+      "back (and ddprof confined to one CPU, `taskset -c 0`, for the last column), and the ratio is the median of "
+      "the per-run ratios (this machine's speed drifts between runs by more than the difference).\n")
 print("| mix | log | ddprof | grep -c | ddprof / grep | ddprof MB/s | ddprof peak RSS | one thread / grep |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|")
 verdicts, rss = [], []
@@ -70,7 +70,7 @@ print(f"- RSS: {min(rss) / 1024:.1f}–{max(rss) / 1024:.1f} MB — "
       f"{'met' if max(rss) <= 64 * 1024 and max(rss) - min(rss) < 4096 else 'missed'}")
 print("\ngrep -c counts matches with a vectorised fixed-string search on one thread and looks at no line twice; "
       "ddprof reads every line, one stretch of the file per usable CPU (here "
-      f"{len(__import__('os').sched_getaffinity(0))}), merged in file order: the standard prefix "
+      f"{len(os.sched_getaffinity(0))}), merged in file order: the standard prefix "
       "`host:pid:tid [dev] NCCL LEVEL` read forwards in one pass, or taken whole when the line starts with the "
       "previous line's (any other shape goes to the general reading, which finds the line's last tag and reads its "
       "prefix backwards), a check of the message for a second, interleaved `NCCL ` tag, then the message dispatched "

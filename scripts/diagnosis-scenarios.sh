@@ -5,6 +5,11 @@
 # first finding is compared with the cause. Every scenario runs N times (default 3): the answer
 # must not flip from run to run. --smoke: one run of the quick scenarios (CTest). --doc: writes the
 # table into docs/diagnosis.md. Exits 1 when a run's first finding is not the expected one.
+# A pinned scenario with nothing wrong whose run names one rank gets a control run with each rank
+# on the other's core: the run fails when the control names the same rank again (the finding
+# stays with the rank: the job or the profiler), and counts as the machine's when the control
+# names the other rank (the finding follows the core: a vCPU the hypervisor or another process
+# slows) or nothing (it did not recur); the table shows the control's answer beside the run's.
 # Needs DDP_BUILD_DIR (default build/), root for the quota and slow-link scenarios.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 repeat=3 doc=0 smoke=0 chosen=()
 all=(healthy nice-busy-core-1 busy-core-1 busy-core-0 shared-core quota-1 sigstop-1 oversubscribed small-batch
   python-healthy python-data python-slow-shard socket-fallback slow-link)
+pinned_pair=(healthy nice-busy-core-1 python-healthy)  # nothing wrong, one rank per core: a control can swap them
 quick=(healthy busy-core-1 busy-core-0 sigstop-1 oversubscribed python-data socket-fallback)
 while [ $# -gt 0 ]; do
   case $1 in
@@ -29,6 +35,7 @@ done
 ((${#chosen[@]})) || { ((smoke)) && chosen=("${quick[@]}") || chosen=("${all[@]}"); }
 work=$(mktemp -d)
 busy_pids=()
+core_swap=""  # 'DDP_CORE=$((1 - RANK));' in a control run: each pinned rank on the other's core
 cleanup() {
   for p in "${busy_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   rmdir /sys/fs/cgroup/cpu/ddpscen 2>/dev/null || true
@@ -71,7 +78,7 @@ pinned_program() {  # pinned_program RUN_DIR PREFIX PROGRAM ARGS...
   local run=$1 prefix=$2
   shift 2
   "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 2 -- sh -c \
-    "$prefix exec taskset -c \${DDP_CORE:-\$RANK} \"\$0\" \"\$@\"" "$@" >/dev/null
+    "$core_swap$prefix exec taskset -c \${DDP_CORE:-\$RANK} \"\$0\" \"\$@\"" "$@" >/dev/null
 }
 
 busy_loop() {  # busy_loop CORE [NICE]
@@ -152,11 +159,27 @@ for name in "${chosen[@]}"; do
     want=${expect[$name]}
     got=$kind
     [[ $want == *" "* ]] && got="$kind $ranks"
+    control=-
     if [[ "|$want|" != *"|$got|"* ]]; then  # WANT may be alternatives: a|b
-      status="${status/ok/}expected $want"
+      [ "$status" = ok ] && status="expected $want" || status+="; expected $want"
       sed -n '/^findings/,/^per rank/p' "$run/report.txt" >&2 2>/dev/null || true
+      if [[ $want == none && $status == "expected none" && $ranks =~ ^[01]$ && " ${pinned_pair[*]} " == *" $name "* ]]; then
+        echo "== $name, run $i: control, each rank on the other's core" >&2
+        core_swap='DDP_CORE=$((1 - RANK));'
+        run_scenario "$name" "$run-control" || true
+        core_swap=""
+        read -r ckind cranks _ _ < <(first_finding "$run-control" 2>/dev/null || echo "no-report - - -")
+        control=$ckind
+        [ "$cranks" = - ] || control+=" $cranks"
+        if [[ $ckind == none || ($ckind != no-report && $cranks == $((1 - ranks))) ]]; then
+          status=ok
+        else
+          sed -n '/^findings/,/^per rank/p' "$run-control/report.txt" >&2 2>/dev/null || true
+          status="expected none; the control named rank(s) $cranks"
+        fi
+      fi
     fi
-    echo "{\"scenario\": \"$name\", \"run\": $i, \"kind\": \"$kind\", \"ranks\": \"$ranks\", \"confidence\": \"$confidence\", \"run_delay_pct\": \"$delay\", \"status\": \"${status}\"}" | tee -a "$results"
+    echo "{\"scenario\": \"$name\", \"run\": $i, \"kind\": \"$kind\", \"ranks\": \"$ranks\", \"confidence\": \"$confidence\", \"run_delay_pct\": \"$delay\", \"control\": \"$control\", \"status\": \"${status}\"}" | tee -a "$results"
   done
 done
 
@@ -184,7 +207,9 @@ if doc:
     for name, rs in by.items():
         said = "; ".join(f"{r['kind']}" + (f" ({'ranks' if ',' in r['ranks'] else 'rank'} "
                                             f"{r['ranks'].replace(',', ', ')})" if r["ranks"] != "-" else "") +
-                         (f", {r['confidence']}" if r["confidence"] != "-" else "") for r in rs)
+                         (f", {r['confidence']}" if r["confidence"] != "-" else "") +
+                         (f" (control, each rank on the other's core: {r['control']})" if r.get("control", "-") != "-" else "")
+                         for r in rs)
         ok = all(r["status"] == "ok" for r in rs)
         waits = "; ".join(r["run_delay_pct"].replace("-", "–") if r["run_delay_pct"] != "-" else "–" for r in rs)
         lines.append(f"| `{name}` | {made.get(name, '')} | {expect.get(name, '').replace('|', ' or ')} | {said} | {waits} | "

@@ -53,6 +53,14 @@ TEST_CASE("a local run: every core, loopback rendezvous, default run directory",
   CHECK(std::find(plan.argv.begin(), plan.argv.end(), "--oversubscribe") == plan.argv.end());
 }
 
+TEST_CASE("mpirun loads no hwloc plugin for displays, OpenCL or libxml2, unless the user chose", "[launcher][plan]") {
+  CHECK(makeLaunchPlan(options(), context()).mpirunEnv.at("HWLOC_PLUGINS_BLACKLIST") ==
+        "hwloc_gl,hwloc_opencl,hwloc_xml_libxml");
+  for (const char* chosen : {"", "hwloc_pci"})  // empty: every plugin
+    CHECK(makeLaunchPlan(options(), context({{"HWLOC_PLUGINS_BLACKLIST", chosen}}))
+              .mpirunEnv.count("HWLOC_PLUGINS_BLACKLIST") == 0);
+}
+
 TEST_CASE("as root: the allow-run-as-root settings for mpirun", "[launcher][plan]") {
   auto c = context();
   c.root = true;

@@ -25,25 +25,6 @@ std::optional<T> optionalAs(const JsonFields& f, const char* key) {
   return n ? std::optional<T>(static_cast<T>(*n)) : std::nullopt;
 }
 
-json versionsJson(const Versions& v) {
-  return {{"ddprun", orNull(v.ddprun)},
-          {"openmpi", orNull(v.openmpi)},
-          {"libtorch", orNull(v.libtorch)},
-          {"libtorch_cuda", orNull(v.libtorchCuda)},
-          {"nccl", orNull(v.nccl)}};
-}
-
-Versions versionsFrom(const json& j) {
-  const JsonFields f(j);
-  Versions v;
-  v.ddprun = f.optionalString("ddprun");
-  v.openmpi = f.optionalString("openmpi");
-  v.libtorch = f.optionalString("libtorch");
-  v.nccl = f.optionalString("nccl");
-  if (f.has("libtorch_cuda")) v.libtorchCuda = f.boolean("libtorch_cuda", false);
-  return v;
-}
-
 json endJson(const RunManifest& m) {
   json hang = nullptr;
   if (m.hang)
@@ -137,6 +118,25 @@ void readStart(const JsonFields& f, RunManifest& m) {
 }
 
 }  // namespace
+
+json versionsJson(const Versions& v) {
+  return {{"ddprun", orNull(v.ddprun)},
+          {"openmpi", orNull(v.openmpi)},
+          {"libtorch", orNull(v.libtorch)},
+          {"libtorch_cuda", orNull(v.libtorchCuda)},
+          {"nccl", orNull(v.nccl)}};
+}
+
+Versions versionsFrom(const json& j) {
+  const JsonFields f(j);
+  Versions v;
+  v.ddprun = f.optionalString("ddprun");
+  v.openmpi = f.optionalString("openmpi");
+  v.libtorch = f.optionalString("libtorch");
+  v.nccl = f.optionalString("nccl");
+  if (f.has("libtorch_cuda")) v.libtorchCuda = f.boolean("libtorch_cuda", false);
+  return v;
+}
 
 std::string_view runStatusName(RunStatus status) { return enumName(kStatusNames, status); }
 std::optional<RunStatus> parseRunStatus(std::string_view name) { return enumFromName<RunStatus>(kStatusNames, name); }

@@ -40,8 +40,14 @@ std::optional<std::string> openMpiVersion(const std::string& mpirun) {
   return std::nullopt;
 }
 
+const std::vector<std::string>& ncclFallbacks() {
+  static const std::vector<std::string> paths = {"/usr/local/cuda/lib64/libnccl.so.2",
+                                                 "/usr/local/cuda/lib/libnccl.so.2"};
+  return paths;
+}
+
 std::optional<std::string> ncclVersion() {
-  void* h = openFirst({"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2"});
+  void* h = openFirst({"libnccl.so.2", ncclFallbacks()[0].c_str(), ncclFallbacks()[1].c_str()});
   if (!h) return std::nullopt;
   std::optional<std::string> out;
   if (auto get = symbol<int (*)(int*)>(h, "ncclGetVersion")) {
@@ -184,14 +190,18 @@ std::optional<GpuInfo> gpus() {
   return std::nullopt;
 }
 
-std::optional<TorchInfo> libtorch() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> dirs;
+std::vector<std::string> libtorchConfigDirs() {
+  std::vector<std::string> dirs;
   if (const char* hint = std::getenv("Torch_DIR")) dirs.emplace_back(hint);
   for (const char* d : {"/usr/lib/x86_64-linux-gnu/cmake/Torch", "/usr/lib/aarch64-linux-gnu/cmake/Torch",
                         "/usr/local/lib/cmake/Torch", "/usr/share/cmake/Torch", "/opt/libtorch/share/cmake/Torch"})
     dirs.emplace_back(d);
-  for (const auto& dir : dirs) {
+  return dirs;
+}
+
+std::optional<TorchInfo> libtorch() {
+  namespace fs = std::filesystem;
+  for (const fs::path dir : libtorchConfigDirs()) {
     std::ifstream in(dir / "TorchConfigVersion.cmake");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::smatch m;

@@ -10,8 +10,9 @@ namespace ddp::launcher::probe {
 
 // "4.1.4" from `mpirun --version`.
 std::optional<std::string> openMpiVersion(const std::string& mpirun);
-// "2.28.9" from ncclGetVersion in libnccl.so.2 (dlopen).
+// "2.28.9" from ncclGetVersion in libnccl.so.2 (dlopen): the loader's search, then these paths.
 std::optional<std::string> ncclVersion();
+const std::vector<std::string>& ncclFallbacks();
 // The CUDA runtime's and the driver's versions ("13.0") through libcudart (dlopen), and
 // cudaGetDeviceCount's answer (an error text when it fails).
 struct CudaInfo {
@@ -64,5 +65,7 @@ struct TorchInfo {
   bool cuda = false;
 };
 std::optional<TorchInfo> libtorch();
+// Where libtorch() looks for TorchConfigVersion.cmake: $Torch_DIR, then the usual prefixes.
+std::vector<std::string> libtorchConfigDirs();
 
 }  // namespace ddp::launcher::probe

@@ -3,6 +3,7 @@
 // (launcher/include/ddp/launcher/cli.hpp, launch.hpp, port.hpp; launcher/src/verdict.hpp).
 #include "../../launcher/src/host_probe.hpp"
 #include "../../launcher/src/io.hpp"
+#include "../../launcher/src/job_manifest.hpp"
 #include "../../launcher/src/verdict.hpp"
 #include "ddp/common/error.hpp"
 #include "ddp/common/log.hpp"
@@ -210,6 +211,50 @@ TEST_CASE("host probes: when they run, what they run, and what they find with th
   const auto probed = probeHosts(plan, std::chrono::seconds(20));
   CHECK(probed.at("localhost").empty());
   CHECK_FALSE(probed.at("ddp-no-such-host.invalid").empty());
+}
+
+TEST_CASE("versions: probed once per installation, cached, probed again when mpirun changes", "[launcher][probe]") {
+  const auto dir = freshDir("ddp-versions");
+  fs::create_directories(dir);
+  const auto mpirun = dir / "mpirun", calls = dir / "calls", cache = dir / "cache" / "ddprun" / "versions.json";
+  auto install = [&](const std::string& version) {  // a new file: another inode, size or time
+    fs::remove(mpirun);
+    std::ofstream(mpirun) << "#!/bin/sh\necho x >>'" << calls.string() << "'\necho 'mpirun (Open MPI) " << version
+                          << "'\n";
+    fs::permissions(mpirun, fs::perms::owner_all);
+  };
+  auto probes = [&] {
+    std::ifstream in(calls);
+    return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+  };
+  const char* before = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = before ? before : "";
+  ::setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
+  install("9.8.7");
+  CHECK(probeVersions(mpirun.string()).openmpi == "9.8.7");
+  CHECK(probes() == 1);
+  CHECK(fs::exists(cache));
+  CHECK(probeVersions(mpirun.string()).openmpi == "9.8.7");
+  CHECK(probes() == 1);  // from the cache
+  install("9.8.10");
+  CHECK(probeVersions(mpirun.string()).openmpi == "9.8.10");
+  CHECK(probes() == 2);
+  std::ofstream(cache) << "{not json";  // a damaged cache is probed over and rewritten
+  CHECK(probeVersions(mpirun.string()).openmpi == "9.8.10");
+  CHECK(probeVersions(mpirun.string()).openmpi == "9.8.10");
+  CHECK(probes() == 3);
+  std::ofstream(cache) << R"({"entries": [{"key": 3}, 7, {"versions": []}]})";  // entries ddprun did not write
+  CHECK(probeVersions(mpirun.string()).openmpi == "9.8.10");
+  CHECK(probes() == 4);
+  fs::remove_all(dir / "cache");
+  std::ofstream(dir / "cache") << "a file where the directory goes";  // cannot be written: only slower
+  CHECK(probeVersions(mpirun.string()).openmpi == "9.8.10");
+  CHECK(probes() == 5);
+  if (before)
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_CACHE_HOME");
+  fs::remove_all(dir);
 }
 
 TEST_CASE("restarts: failed attempts are kept and recorded until one succeeds", "[launcher][restart]") {

@@ -90,6 +90,9 @@ struct RunManifest {
 };
 
 nlohmann::json toJson(const RunManifest& manifest);
+// run.json's "versions" object (also ddprun's cache of them).
+nlohmann::json versionsJson(const Versions& versions);
+Versions versionsFrom(const nlohmann::json& json);
 // ConfigError naming the field for a manifest that is not one (the caller names the file).
 RunManifest runManifestFromJson(const nlohmann::json& json);
 

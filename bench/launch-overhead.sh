@@ -4,8 +4,9 @@
 # (Debian's python3-torch, `python3 -m torch.distributed.run --nproc_per_node 4` on a script that
 # only imports nothing and exits), interleaved, RUNS times each (default 15), median. Also ddprun
 # with the worker that is its own binary (`ddprun worker`: a copy of ddprun alone in a directory,
-# without ddprun-worker beside it), to show what the lean worker binary saves.
-# Writes its section of docs/benchmarks.md.
+# without ddprun-worker beside it), to show what the lean worker binary saves; ddprun with its
+# versions cache empty; and mpirun with the hwloc setting ddprun gives it. Writes its section
+# of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
@@ -20,34 +21,48 @@ mkdir "$work/solo" && cp "$build/launcher/ddprun" "$work/solo/ddprun"
 results=$out/launch-overhead.jsonl
 : >"$results"
 seconds() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; e=$(date +%s%N); echo "$(( (e - s) / 1000 ))"; }
+# ddprun's versions cache (docs/launcher.md, run.json) in a directory of this run's own: filled
+# once before the timed runs; the cold row gives each run an empty one.
+export XDG_CACHE_HOME=$work/cache
+"$build/launcher/ddprun" --log-level error --run-dir "$work/warm-up" -np 4 /bin/true >/dev/null 2>&1
+no_plugins=hwloc_gl,hwloc_opencl,hwloc_xml_libxml
 for i in $(seq "$runs"); do
   m=$(seconds mpirun -np 4 --oversubscribe --bind-to none /bin/true)
   d=$(seconds "$build/launcher/ddprun" --log-level error --run-dir "$work/run-$i" -np 4 /bin/true)
+  h=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins seconds mpirun -np 4 --oversubscribe --bind-to none /bin/true)
+  c=$(XDG_CACHE_HOME=$work/cold-$i seconds "$build/launcher/ddprun" --log-level error --run-dir "$work/cold-run-$i" \
+        -np 4 /bin/true)
   s=$(seconds "$work/solo/ddprun" --log-level error --run-dir "$work/solo-$i" -np 4 /bin/true)
   t=$(seconds /usr/bin/python3 -m torch.distributed.run --nproc_per_node 4 --log_dir "$work/torchrun-$i" \
         --redirects 1 --tee 1 "$work/trivial.py")
-  echo "{\"run\": $i, \"mpirun_us\": $m, \"ddprun_us\": $d, \"ddprun_self_worker_us\": $s, \"torchrun_us\": $t}" | tee -a "$results"
+  echo "{\"run\": $i, \"mpirun_us\": $m, \"ddprun_us\": $d, \"mpirun_no_plugins_us\": $h, \"ddprun_cold_us\": $c, \"ddprun_self_worker_us\": $s, \"torchrun_us\": $t}" | tee -a "$results"
 done
 torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
 /usr/bin/python3 - "$results" "$torch_version" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" launch-overhead
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-med = {k: statistics.median(r[k] for r in rows) / 1000 for k in ("mpirun_us", "ddprun_us", "ddprun_self_worker_us", "torchrun_us")}
+med = {k: statistics.median(r[k] for r in rows) / 1000 for k in rows[0] if k.endswith("_us")}
 ratio = med["ddprun_us"] / med["mpirun_us"]
 print("## Launch overhead (`bench/launch-overhead.sh`)\n")
 print(f"4 ranks of a program that does nothing, started and finished; {len(rows)} interleaved runs of each, median wall time.")
 print("ddprun adds its worker per rank, the control-socket rendezvous, the rank logs and exit records, and run.json")
-print("(versions probed in a thread while the job runs) on top of the mpirun it starts. Its worker is `ddprun-worker`,")
-print("which loads libc alone; the row below it runs `ddprun worker` instead (the ddprun binary, with its shared")
-print("libraries; docs/launcher.md, \"The worker binary\").\n")
+print("on top of the mpirun it starts. run.json's versions come from ddprun's cache, filled by the first run with an")
+print("installation (docs/launcher.md, run.json); the cold row empties it before each run, so each probes them (`mpirun")
+print("--version`, libnccl loaded) at idle priority while the job runs. The mpirun ddprun starts loads no hwloc plugin")
+print("for OpenGL, OpenCL or libxml2 (`HWLOC_PLUGINS_BLACKLIST`, docs/launcher.md); the row below plain mpirun is")
+print("mpirun with that setting. Its worker is `ddprun-worker`, which loads libc alone; one row runs `ddprun worker`")
+print("instead (the ddprun binary, with its shared libraries; docs/launcher.md, \"The worker binary\").\n")
 print("| launcher | median | vs mpirun |")
 print("|---|---:|---:|")
-print(f"| `mpirun -np 4 /bin/true` | {med['mpirun_us']:.0f} ms | 1.00× |")
-print(f"| `ddprun -np 4 /bin/true` | {med['ddprun_us']:.0f} ms | **{ratio:.2f}×** |")
-print(f"| the same, each rank's worker `ddprun worker` | {med['ddprun_self_worker_us']:.0f} ms | "
-      f"{med['ddprun_self_worker_us'] / med['mpirun_us']:.2f}× |")
-print(f"| `torchrun --nproc_per_node 4 trivial.py` (PyTorch {sys.argv[2]}) | {med['torchrun_us']:.0f} ms | "
-      f"{med['torchrun_us'] / med['mpirun_us']:.2f}× |")
+def row(label, key, bold=False):
+    r = med[key] / med["mpirun_us"]
+    print(f"| {label} | {med[key]:.0f} ms | {'**' if bold else ''}{r:.2f}×{'**' if bold else ''} |")
+row("`mpirun -np 4 /bin/true`", "mpirun_us")
+row("the same, `HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml`", "mpirun_no_plugins_us")
+row("`ddprun -np 4 /bin/true`", "ddprun_us", True)
+row("the same, versions cache empty", "ddprun_cold_us")
+row("the same, each rank's worker `ddprun worker`", "ddprun_self_worker_us")
+row(f"`torchrun --nproc_per_node 4 trivial.py` (PyTorch {sys.argv[2]})", "torchrun_us")
 print(f"\nTarget: ddprun ≤ 1.10× mpirun — {'met' if ratio <= 1.10 else 'missed'} ({ratio:.2f}×), "
-      f"{med['ddprun_us'] - med['mpirun_us']:.0f} ms more per launch, a fixed cost that does not grow with the job.")
+      f"{med['ddprun_us'] - med['mpirun_us']:+.0f} ms per launch, a fixed cost that does not grow with the job.")
 PY

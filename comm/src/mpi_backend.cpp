@@ -137,13 +137,19 @@ class MpiBackend final : public Backend {
   // otherwise mostly the hand-off to the queue's thread and back.
   static constexpr size_t kInlineBytes = size_t{64} << 10;
 
-  // Large collectives first wait, politely, until every rank has arrived (below).
+  // Collectives that the queue's thread runs first wait, politely, until every rank has arrived
+  // (below): from 1 MB across hosts (a non-blocking barrier costs a network round trip), and
+  // all of them when the world is on one host (its shared-memory barrier costs ~1 us).
   static constexpr size_t kPoliteBytes = size_t{1} << 20;
 
   template <typename F>
   std::shared_ptr<Work> run(F body, size_t bytes = 0) {
-    auto task = [this, body, polite = bytes >= kPoliteBytes] {
-      if (polite) awaitAllRanks();
+    const bool local = shm_->wholeWorldHere();
+    auto task = [this, body, local, polite = bytes > kInlineBytes && (local || bytes >= kPoliteBytes)] {
+      if (polite && local)
+        shm_->hostBarrier();  // touches only the window: no MPI, no lock
+      else if (polite)
+        awaitAllRanks();
       std::lock_guard<std::mutex> lock(session_.mutex());
       body();
     };

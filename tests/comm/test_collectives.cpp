@@ -240,4 +240,32 @@ TEST_CASE("the shared-memory allreduce sleeps while a rank of its host is late, 
   }
 }
 
+TEST_CASE("the mpi backend's queued allreduce sleeps while a rank is late, it does not spin",
+          "[comm][collectives][mpi]") {
+  Backend& b = *gBackend;
+  if (b.name() != "mpi") return;
+  // 128 KB: above what runs on the caller's thread, below the shared-memory path, so
+  // MPI_Allreduce itself (which busy-polls) runs once every rank has met at the polite wait.
+  std::vector<float> data(size_t{1} << 15, 1.0f);
+  if (b.rank() == b.size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto cpu = [] {  // every thread of the process: the queue's thread does the waiting
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  };
+  const auto before = cpu();
+  const auto wallBefore = std::chrono::steady_clock::now();
+  b.allreduce(data.data(), data.data(), data.size(), DType::kFloat32, ReduceOp::kSum)->wait();
+  const auto used = std::chrono::duration_cast<std::chrono::milliseconds>(cpu() - before);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wallBefore);
+  CHECK(data[12345] == static_cast<float>(b.size()));
+  if (b.rank() != b.size() - 1) {
+    INFO("waited " << waited.count() << " ms, of which on a CPU " << used.count() << " ms");
+    CHECK(waited.count() >= 300);
+    CHECK(used.count() < 100);
+  }
+  b.barrier()->wait();
+}
+
 int main(int argc, char** argv) { return ddp::tests::runWithBackend(argc, argv, gBackend, "test_collectives"); }

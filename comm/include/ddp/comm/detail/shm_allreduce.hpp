@@ -32,6 +32,12 @@ class ShmAllreduce {
   // hosts' shares (for kAvg: the sum; the division happens here).
   void run(const void* send, void* recv, size_t count, DType dtype, ReduceOp op, MPI_Datatype mpiType, MPI_Op mpiOp);
 
+  // True when every rank of the world is on this host and can meet at hostBarrier().
+  bool wholeWorldHere() const { return usable_ && hosts_ == 1; }
+  // Every rank of the host has arrived: a spin of a few microseconds, then a futex sleep, so a
+  // rank whose peer is descheduled gives its core back (Open MPI's barrier busy-polls).
+  void hostBarrier();
+
   static constexpr size_t kMinBytes = size_t{256} << 10;
   static constexpr size_t kSegmentBytes = size_t{512} << 10;
   // The host barrier's words, each on a cache line of its own, ahead of the slots.
@@ -40,9 +46,6 @@ class ShmAllreduce {
  private:
   char* slot(int set, int index) const;
   uint32_t* word(int index) const { return reinterpret_cast<uint32_t*>(base_ + 64 * index); }
-  // Every rank of the host has arrived: a spin of a few microseconds, then a futex sleep, so a
-  // rank whose peer is descheduled gives its core back (Open MPI's barrier busy-polls).
-  void hostBarrier();
 
   MPI_Comm node_ = MPI_COMM_NULL;   // the ranks of this host
   MPI_Comm peers_ = MPI_COMM_NULL;  // the ranks with this local rank on every host

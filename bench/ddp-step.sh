@@ -2,14 +2,16 @@
 # ddp-step.sh [OUT_DIR]: median step time of `train` (overlap on, overlap off; mpi and gloo
 # backends) against PyTorch DDP over Gloo (bench/torch_ddp_train.py, Debian's python3-torch),
 # same model, batch, optimizer and world size, one thread per rank, at np 1, 2, 4, for the MLP
-# at batch 32 and 64 per rank and resnet18 at 8. Each configuration runs REPS times, interleaved;
-# the page takes the median run.
+# at batch 32 and 64 per rank and resnet18 at 8. Each configuration runs REPS times (default 5),
+# the four runs of a repetition back to back, in an order that alternates; the page takes the
+# median run, and the ratios to PyTorch per repetition (this machine's speed drifts by more than
+# the differences over minutes: only runs next to each other compare).
 # Also the step timer's own cost. Writes OUT_DIR/ddp-step.jsonl and its section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
 out=${1:-$root/bench/results}
-reps=${REPS:-3}
+reps=${REPS:-5}
 mkdir -p "$out"
 results=$out/ddp-step.jsonl
 : >"$results"
@@ -18,9 +20,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=1
 mpirun=(mpirun --oversubscribe --bind-to none)
 
-ours() {  # ours IMPL MODEL NP BATCH STEPS TRAIN_ARGS...
-  local impl=$1 model=$2 np=$3 batch=$4 steps=$5
-  shift 5
+ours() {  # ours REP IMPL MODEL NP BATCH STEPS TRAIN_ARGS...
+  local rep=$1 impl=$2 model=$3 np=$4 batch=$5 steps=$6
+  shift 6
   local out line params
   out=$("${mpirun[@]}" -np "$np" "$build/examples/train" --model "$model" --batch-size "$batch" \
           --steps "$steps" --threads 1 "$@")
@@ -29,7 +31,7 @@ ours() {  # ours IMPL MODEL NP BATCH STEPS TRAIN_ARGS...
   params=$(grep -o ' params=[0-9]*' <<<"$out" | head -1)
   local ms=${line#*step_ms_median=}
   ms=${ms%% *}
-  echo "{\"impl\": \"$impl\", \"model\": \"$model\", \"np\": $np, \"batch\": $batch, \"params\": ${params#*=}, \"step_ms_median\": $ms}" >>"$results"
+  echo "{\"rep\": $rep, \"impl\": \"$impl\", \"model\": \"$model\", \"np\": $np, \"batch\": $batch, \"params\": ${params#*=}, \"step_ms_median\": $ms}" >>"$results"
 }
 
 for config in mlp:32:200 mlp:64:200 resnet18:8:8; do
@@ -37,10 +39,17 @@ for config in mlp:32:200 mlp:64:200 resnet18:8:8; do
   for np in 1 2 4; do
     for rep in $(seq "$reps"); do
       echo "== $model batch $batch np=$np run $rep/$reps" >&2
-      ours ours-mpi "$model" $np $batch $steps --backend mpi
-      ours ours-mpi-no-overlap "$model" $np $batch $steps --backend mpi --no-overlap
-      ours ours-gloo "$model" $np $batch $steps --backend gloo
-      /usr/bin/python3 "$root/bench/torch_ddp_train.py" "$model" $np $batch $steps >>"$results"
+      order=(mpi mpi-no-overlap gloo pytorch)
+      ((rep % 2 == 0)) && order=(pytorch gloo mpi-no-overlap mpi)
+      for impl in "${order[@]}"; do
+        case $impl in
+          mpi) ours "$rep" ours-mpi "$model" $np $batch $steps --backend mpi ;;
+          mpi-no-overlap) ours "$rep" ours-mpi-no-overlap "$model" $np $batch $steps --backend mpi --no-overlap ;;
+          gloo) ours "$rep" ours-gloo "$model" $np $batch $steps --backend gloo ;;
+          pytorch) /usr/bin/python3 "$root/bench/torch_ddp_train.py" "$model" $np $batch $steps |
+                     sed "s/^{/{\"rep\": $rep, /" >>"$results" ;;
+        esac
+      done
     done
   done
 done

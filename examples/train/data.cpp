@@ -40,7 +40,13 @@ class SyntheticDataset : public Dataset {
  public:
   SyntheticDataset(SampleShape shape, int64_t size, uint64_t seed)
       : shape_(shape), size_(size), seed_(seed), teacher_(kClassesHere * shape.numel()) {
-    fillNormal(seed ^ 0x7EAC4E5ull, teacher_.data(), static_cast<int64_t>(teacher_.size()));
+    // Drawn class by class, kept input by input: the ten scores of a sample then accumulate side
+    // by side, each in the same order as one after the other (the same labels, bit for bit).
+    std::vector<float> byClass(teacher_.size());
+    fillNormal(seed ^ 0x7EAC4E5ull, byClass.data(), static_cast<int64_t>(byClass.size()));
+    const int64_t d = shape.numel();
+    for (int64_t c = 0; c < kClassesHere; ++c)
+      for (int64_t j = 0; j < d; ++j) teacher_[j * kClassesHere + c] = byClass[c * d + j];
   }
   int64_t size() const override { return size_; }
   SampleShape shape() const override { return shape_; }
@@ -54,13 +60,14 @@ class SyntheticDataset : public Dataset {
     for (int64_t k = 0; k < n; ++k) {
       float* sample = xs + k * d;
       fillNormal(seed_ * 0x100000001B3ull + static_cast<uint64_t>(indices[k]), sample, d);
-      double best = -1e300;
-      for (int64_t c = 0; c < kClassesHere; ++c) {
-        double score = 0;
-        const float* w = teacher_.data() + c * d;
-        for (int64_t j = 0; j < d; ++j) score += static_cast<double>(w[j]) * sample[j];
-        if (score > best) best = score, ys[k] = c;
+      std::array<double, kClassesHere> score{};
+      for (int64_t j = 0; j < d; ++j) {
+        const float* w = teacher_.data() + j * kClassesHere;
+        for (int64_t c = 0; c < kClassesHere; ++c) score[c] += static_cast<double>(w[c]) * sample[j];
       }
+      double best = -1e300;
+      for (int64_t c = 0; c < kClassesHere; ++c)
+        if (score[c] > best) best = score[c], ys[k] = c;
     }
   }
 
@@ -69,7 +76,7 @@ class SyntheticDataset : public Dataset {
   SampleShape shape_;
   int64_t size_;
   uint64_t seed_;
-  std::vector<float> teacher_;
+  std::vector<float> teacher_;  // [input][class]
 };
 
 std::vector<unsigned char> readWhole(const fs::path& path, const std::string& dataset, const std::string& expected) {

@@ -139,7 +139,7 @@ class MpiBackend final : public Backend {
 
   // Collectives that the queue's thread runs first wait, politely, until every rank has arrived
   // (below): from 1 MB across hosts (a non-blocking barrier costs a network round trip), and
-  // all of them when the world is on one host (its shared-memory barrier costs ~1 us).
+  // all of them when the world is on one host (its shared-memory barrier is a few atomics).
   static constexpr size_t kPoliteBytes = size_t{1} << 20;
 
   template <typename F>

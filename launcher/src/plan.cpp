@@ -310,7 +310,7 @@ LaunchPlan makeLaunchPlan(const LaunchOptions& o, const PlanContext& ctx) {
     if (!ctx.environment.has(name)) plan.mpirunEnv[name] = value;
   // hwloc's plugins for OpenGL displays (it tries X servers :0 to :9, twice), OpenCL devices and
   // libxml2 add no object Open MPI uses (its built-in XML reader and writer stand in for libxml2):
-  // without them mpirun starts 4 ranks in ~0.86 of the time (docs/benchmarks.md). PCI stays.
+  // without them mpirun starts faster (docs/benchmarks.md, "Launch overhead"). PCI stays.
   if (!ctx.environment.has("HWLOC_PLUGINS_BLACKLIST"))
     plan.mpirunEnv["HWLOC_PLUGINS_BLACKLIST"] = "hwloc_gl,hwloc_opencl,hwloc_xml_libxml";
   // Likewise for the srun that mpirun starts its daemons with inside an allocation, after a host loss.

@@ -3,8 +3,10 @@
 // same cases in the same order; checks are CHECKs so no rank leaves a collective early.
 
 #define CATCH_CONFIG_RUNNER
+#include "ddp/comm/backend.hpp"
 #include "ddp/comm/detail/shm_allreduce.hpp"
 #include "ddp/comm/registry.hpp"
+#include "ddp/common/environment.hpp"
 #include "ddp/common/error.hpp"
 #include "support/backend_session.hpp"
 
@@ -240,13 +242,16 @@ TEST_CASE("the shared-memory allreduce sleeps while a rank of its host is late, 
   }
 }
 
-TEST_CASE("the mpi backend's queued allreduce sleeps while a rank is late, it does not spin",
+TEST_CASE("the mpi backend's queued allreduce sleeps while a rank is late, on one host or several",
           "[comm][collectives][mpi]") {
   Backend& b = *gBackend;
   if (b.name() != "mpi") return;
-  // 128 KB: above what runs on the caller's thread, below the shared-memory path, so
-  // MPI_Allreduce itself (which busy-polls) runs once every rank has met at the polite wait.
-  std::vector<float> data(size_t{1} << 15, 1.0f);
+  // A world on one host: 128 KB, above what runs on the caller's thread and below the
+  // shared-memory path, so MPI_Allreduce itself (which busy-polls) runs once every rank has met
+  // at the window's barrier. Across (simulated) hosts the polite wait is MPI_Ibarrier, from 1 MiB.
+  const detail::ShmAllreduce hosts(
+      MPI_COMM_WORLD, ddp::comm::BackendOptions::fromEnvironment(ddp::Environment::fromProcess()).shmRanksPerHost);
+  std::vector<float> data(hosts.wholeWorldHere() ? size_t{1} << 15 : size_t{1} << 18, 1.0f);
   if (b.rank() == b.size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
   auto cpu = [] {  // every thread of the process: the queue's thread does the waiting
     timespec t{};

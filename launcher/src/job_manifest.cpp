@@ -92,8 +92,9 @@ std::optional<std::string> cachePath(const Environment& environment) {
   return std::nullopt;
 }
 
-nlohmann::json readCache(const std::string& path) {
-  std::ifstream in(path);
+// The cache's object; one without entries when there is no cache or it is not ddprun's.
+nlohmann::json readCache(const std::optional<std::string>& path) {
+  std::ifstream in(path.value_or(""));
   auto j = nlohmann::json::parse(in, nullptr, false);
   return j.is_object() && j.contains("entries") && j["entries"].is_array()
              ? j
@@ -121,7 +122,7 @@ Versions probeVersions(const std::string& mpirun) {
   const auto environment = Environment::fromProcess();
   const auto key = versionsKey(mpirun, environment);
   const auto path = cachePath(environment);
-  auto cache = path ? readCache(*path) : nlohmann::json{{"entries", nlohmann::json::array()}};
+  auto cache = readCache(path);
   auto& entries = cache["entries"];
   if (key)
     if (auto v = cachedVersions(entries, *key)) return *v;

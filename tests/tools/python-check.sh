@@ -97,7 +97,15 @@ case ${1:-} in
     [[ $(first_finding heavy) == "['dataloader_starved']" ]] || fail "heavy_transform: $(first_finding heavy)"
     grep -q "num_workers=0" run-heavy/report.txt || fail "heavy_transform: the report does not name num_workers=0"
     SLOW_RANK=1 SLOW_MS=0.25 profiled slow -np 2 -- "$scripts/mnist_sampler.py" --epochs 1 --workers 0 --samples 4096
-    [[ $(first_finding slow) == "['straggler']" ]] || fail "slowed rank 1: $(first_finding slow)"
+    first=$(first_finding slow)
+    if [[ $first != "['straggler']" ]]; then
+      # CPU contention goes before a straggler (docs/diagnosis.md, "Order"); it is right here only
+      # when this run measured it: the hypervisor's steal, or a rank waiting for a CPU.
+      measured=$(json run-slow/report.json 'any((u.get("steal_pct_mean") or 0) >= 10 or (u.get("run_delay_pct_mean") or 0) >= 20 for u in r["utilisation"])')
+      json run-slow/report.json '[(f["kind"], f["ranks"], f["evidence"]) for f in r["findings"]]'
+      [[ $first == "['cpu_contention']" && $measured == True ]] || fail "slowed rank 1: $first"
+      echo "note: this run measured CPU contention too, reported ahead of the straggler"
+    fi
     [[ $(json run-slow/report.json '[f["ranks"] for f in r["findings"] if f["kind"] == "straggler"][0]') == "[1]" ]] ||
       fail "the straggler is not rank 1"
     grep -q "its extra time is in data" run-slow/report.txt || fail "the straggler's data is not named"

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -20,6 +21,13 @@ namespace ddp::comm {
 namespace {
 
 double toMs(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// The calling thread's CPU time (user and system).
+std::chrono::nanoseconds threadCpu() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
 
 }  // namespace
 
@@ -90,6 +98,7 @@ void StepTimer::beginStep(int64_t step, int64_t samples) {
   current_.step = step;
   current_.samples = samples;
   current_.phasesMs.fill(0);
+  current_.cpuMs.emplace().fill(0);
   current_.loss.reset();
   stepStart_ = Clock::now();
   current_.startUnixUs = unixMicros();
@@ -100,12 +109,14 @@ void StepTimer::beginPhase(Phase phase) {
   if (openPhase_) endPhase();
   openPhase_ = phase;
   phaseStart_ = Clock::now();
+  phaseCpuStart_ = threadCpu();
   markProgress(phase);
 }
 
 void StepTimer::endPhase() {
   if (!openPhase_) return;
   current_.phasesMs[*openPhase_] += toMs(Clock::now() - phaseStart_);
+  (*current_.cpuMs)[*openPhase_] += toMs(threadCpu() - phaseCpuStart_);
   openPhase_.reset();
 }
 

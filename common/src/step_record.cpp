@@ -44,8 +44,11 @@ std::optional<CollectiveOp> parseCollectiveOp(std::string_view name) {
 }
 
 std::string formatStepRecord(const StepRecord& record) {
-  json phases = json::object();
-  for (Phase phase : kPhases) phases[std::string(phaseName(phase))] = record.phasesMs[phase];
+  const auto perPhase = [](const PhaseArray<double>& values) {
+    json object = json::object();
+    for (Phase phase : kPhases) object[std::string(phaseName(phase))] = values[phase];
+    return object;
+  };
   json collectives = json::array();
   for (const auto& c : record.collectives) {
     json entry = {{"op", collectiveOpName(c.op)},
@@ -61,8 +64,9 @@ std::string formatStepRecord(const StepRecord& record) {
                {"start_unix_us", record.startUnixUs},
                {"samples", record.samples},
                {"step_ms", record.stepMs},
-               {"phases_ms", std::move(phases)},
+               {"phases_ms", perPhase(record.phasesMs)},
                {"collectives", std::move(collectives)}};
+  if (record.cpuMs) line["cpu_ms"] = perPhase(*record.cpuMs);
   if (record.worldSize > 0) line["world_size"] = record.worldSize;
   if (record.loss) line["loss"] = *record.loss;
   return jsonText(line);
@@ -87,12 +91,15 @@ StepRecord parseStepRecord(std::string_view line) {
   record.startUnixUs = f.integer("start_unix_us", 0);
   record.samples = f.integer("samples", 0);
   record.stepMs = f.duration("step_ms");
-  const JsonFields phases(f.object("phases_ms"));
-  for (Phase phase : kPhases) {
-    const std::string key(phaseName(phase));
-    // A writer that has no such phase leaves it out: it counts as zero.
-    if (phases.has(key.c_str())) record.phasesMs[phase] = phases.duration(key.c_str());
-  }
+  // A writer that has no such phase leaves it out: it counts as zero.
+  const auto perPhase = [](const JsonFields& phases, PhaseArray<double>& into) {
+    for (Phase phase : kPhases) {
+      const std::string key(phaseName(phase));
+      if (phases.has(key.c_str())) into[phase] = phases.duration(key.c_str());
+    }
+  };
+  perPhase(JsonFields(f.object("phases_ms")), record.phasesMs);
+  if (f.has("cpu_ms")) perPhase(JsonFields(f.object("cpu_ms")), record.cpuMs.emplace());
   if (f.has("collectives"))
     for (const json& entry : f.array("collectives")) record.collectives.push_back(parseCollective(entry));
   record.loss = f.optionalNumber("loss");

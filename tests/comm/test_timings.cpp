@@ -5,6 +5,7 @@
 #include "ddp/common/run_layout.hpp"
 #include "ddp/common/step_record.hpp"
 
+#include <time.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
@@ -33,6 +34,22 @@ std::vector<std::string> lines(const fs::path& path) {
 
 }  // namespace
 
+namespace {
+
+// Runs on this thread until it has had `cpu` of CPU time.
+void spinCpu(std::chrono::milliseconds cpu) {
+  const auto now = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+  };
+  const auto until = now() + cpu;
+  while (now() < until) {
+  }
+}
+
+}  // namespace
+
 TEST_CASE("the timer writes one line per step with phases within the step", "[comm][timings]") {
   auto dir = tempDir();
   auto path = ddp::RunLayout(dir.string()).timings(7);
@@ -49,6 +66,8 @@ TEST_CASE("the timer writes one line per step with phases within the step", "[co
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
       timer.beginPhase(Phase::kForward);  // closes data
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      timer.beginPhase(Phase::kBackward);
+      spinCpu(std::chrono::milliseconds(2));
       { auto scope = timer.phase(Phase::kOptimizer); }
       auto start = StepTimer::Clock::now();
       std::thread([&] {
@@ -60,6 +79,12 @@ TEST_CASE("the timer writes one line per step with phases within the step", "[co
       double sum = 0;
       for (double ms : record.phasesMs) sum += ms;
       CHECK(sum <= record.stepMs);
+      // CPU time: the thread's, per phase; a sleep is not CPU.
+      REQUIRE(record.cpuMs);
+      CHECK((*record.cpuMs)[Phase::kBackward] >= 2);
+      CHECK((*record.cpuMs)[Phase::kBackward] <= record.phasesMs[Phase::kBackward] + 0.01);
+      CHECK((*record.cpuMs)[Phase::kData] < record.phasesMs[Phase::kData]);
+      CHECK((*record.cpuMs)[Phase::kCommWait] == 0);
     }
     // Buffered: nothing reaches the file before the buffer fills or the interval passes.
     CHECK(fs::file_size(path) == 0);

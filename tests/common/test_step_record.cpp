@@ -19,6 +19,9 @@ TEST_CASE("a step record survives formatting and parsing", "[common][step_record
   r.collectives.push_back({CollectiveOp::kAllreduce, 2, 1 << 20, r.startUnixUs + 9000, 0.75});
   r.collectives.push_back({CollectiveOp::kBroadcast, -1, 64, r.startUnixUs + 10, 0.01});
   r.loss = 2.25;
+  CHECK(parseStepRecord(formatStepRecord(r)).cpuMs == std::nullopt);  // optional: left out when not measured
+  r.cpuMs.emplace().fill(0);
+  (*r.cpuMs)[Phase::kBackward] = 4.5;
   auto line = formatStepRecord(r);
   CHECK(line.find('\n') == std::string::npos);
   CHECK(line.find("\"comm_wait\":1.25") != std::string::npos);
@@ -30,6 +33,7 @@ TEST_CASE("a step record survives formatting and parsing", "[common][step_record
   CHECK(back.samples == 64);
   CHECK(back.stepMs == 12.5);
   CHECK(back.phasesMs == r.phasesMs);
+  CHECK(back.cpuMs == r.cpuMs);
   REQUIRE(back.collectives.size() == 2);
   CHECK(back.collectives[0].op == CollectiveOp::kAllreduce);
   CHECK(back.collectives[0].bucket == 2);

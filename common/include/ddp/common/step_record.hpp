@@ -56,6 +56,9 @@ struct StepRecord {
   int64_t samples = 0;  // samples this rank processed in the step
   double stepMs = 0;
   PhaseArray<double> phasesMs;
+  // CPU time of the thread that timed the phases (the training loop's), per phase: what a CPU
+  // rank computed, apart from waits and from the time other processes had its core.
+  std::optional<PhaseArray<double>> cpuMs;
   std::vector<CollectiveRecord> collectives;
   std::optional<double> loss;
 };

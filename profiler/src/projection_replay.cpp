@@ -94,6 +94,22 @@ void addWork(StepProfile& s, const std::vector<double>& startMs, const CoreGroup
   }
 }
 
+// Where the records have the training thread's CPU time (docs/timings.md, cpu_ms), that is each
+// rank's work, measured: the sharing undone above is an inference from wall times, and a wall
+// time also holds what other threads took from the core (a slow link's TCP processing, other
+// processes). Bucket launches keep their share of backward's work.
+void measuredWork(StepProfile& s) {
+  for (auto& rs : s.ranks) {
+    if (!rs.cpuMs) continue;
+    const auto& cpu = *rs.cpuMs;
+    const double backward = cpu[Phase::kBackward];
+    for (auto& w : rs.launchWorkMs) w = rs.backwardWorkMs > 0 ? w / rs.backwardWorkMs * backward : backward;
+    rs.preWorkMs = cpu[Phase::kData] + cpu[Phase::kForward];
+    rs.backwardWorkMs = backward;
+    rs.optimizerWorkMs = cpu[Phase::kOptimizer];
+  }
+}
+
 // A rank's step: its phases, and its buckets' launches and ends from its step's start.
 RankStep rankStep(const StepRecord& r, const std::vector<int>& ids) {
   RankStep rs;
@@ -102,6 +118,7 @@ RankStep rankStep(const StepRecord& r, const std::vector<int>& ids) {
   rs.backwardMs = r.phasesMs[Phase::kBackward];
   rs.commWaitMs = r.phasesMs[Phase::kCommWait];
   rs.optimizerMs = r.phasesMs[Phase::kOptimizer];
+  rs.cpuMs = r.cpuMs;
   // Anchored at the step's end, which is the optimizer's end.
   rs.backwardStartMs = std::max(rs.dataMs, rs.stepMs - rs.optimizerMs - rs.commWaitMs - rs.backwardMs);
   std::vector<std::pair<double, double>> spans(ids.size());  // launch, end
@@ -286,6 +303,7 @@ RunProfile profileRun(const RunData& run, bool cpuRanks) {
       s.ranks.push_back(std::move(rs));
     }
     addWork(s, startMs, p.groups);
+    if (cpuRanks) measuredWork(s);
     const double first = *std::min_element(startMs.begin(), startMs.end());
     for (size_t r = 0; r < s.ranks.size(); ++r) s.ranks[r].startOffsetMs = startMs[r] - first;
     addTransfers(s);

@@ -6,6 +6,7 @@
 #include "ddp/profiler/run.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ struct RankStep {
   // undone over the step's CPU phases of the ranks it shares cores with).
   double preWorkMs = 0, backwardWorkMs = 0, optimizerWorkMs = 0;
   std::vector<double> launchWorkMs;  // per bucket: backward's work done when it was launched
+  std::optional<PhaseArray<double>> cpuMs;  // the record's CPU time per phase, when it has one
 };
 
 struct StepProfile {

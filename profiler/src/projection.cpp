@@ -224,7 +224,9 @@ std::vector<std::string> runAssumptions(const Calibration& cal) {
       "measured step"};
 }
 
-void computeRatio(Projection& p, const std::string& runDevice, const ProjectOptions& options, bool sharedCores) {
+// `cpuWork`: what a CPU run's compute kept on a GPU target is (empty for a GPU run).
+void computeRatio(Projection& p, const std::string& runDevice, const ProjectOptions& options,
+                  const std::string& cpuWork) {
   const auto& t = p.target;
   if (options.computeScale) {
     p.computeScale = *options.computeScale;
@@ -244,7 +246,7 @@ void computeRatio(Projection& p, const std::string& runDevice, const ProjectOpti
     p.computeWhy = fmt::format(
         "x1, kept as measured{}: ddprof has no ratio between {} and {}; give --compute-scale "
         "(target compute time / measured)",
-        sharedCores && isGpu(t.device) ? " (each rank's own CPU work: the run's sharing of cores undone)" : "",
+        isGpu(t.device) && !cpuWork.empty() ? fmt::format(" (each rank's own CPU work: {})", cpuWork) : "",
         runDevice, t.device);
   }
 }
@@ -415,7 +417,10 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
     if (t.intra) completeLink(*t.intra, "intra", t.device, where);
     if (t.inter) completeLink(*t.inter, "inter", t.device, where);
     p.ranks = t.hosts * t.ranksPerHost;
-    computeRatio(p, out.device, options, profile.groups.shared());
+    computeRatio(p, out.device, options,
+                 profile.cpuTimes         ? "its training thread's CPU time"
+                 : profile.groups.shared() ? "the run's sharing of cores undone"
+                                           : "");
     std::string notes;
     const double scale = communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device), notes);
     replayOnTarget(p, profile, own, scale);

@@ -98,9 +98,11 @@ void addWork(StepProfile& s, const std::vector<double>& startMs, const CoreGroup
 // rank's work, measured: the sharing undone above is an inference from wall times, and a wall
 // time also holds what other threads took from the core (a slow link's TCP processing, other
 // processes). Bucket launches keep their share of backward's work.
-void measuredWork(StepProfile& s) {
+bool measuredWork(StepProfile& s) {
+  bool any = false;
   for (auto& rs : s.ranks) {
     if (!rs.cpuMs) continue;
+    any = true;
     const auto& cpu = *rs.cpuMs;
     const double backward = cpu[Phase::kBackward];
     for (auto& w : rs.launchWorkMs) w = rs.backwardWorkMs > 0 ? w / rs.backwardWorkMs * backward : backward;
@@ -108,6 +110,7 @@ void measuredWork(StepProfile& s) {
     rs.backwardWorkMs = backward;
     rs.optimizerWorkMs = cpu[Phase::kOptimizer];
   }
+  return any;
 }
 
 // A rank's step: its phases, and its buckets' launches and ends from its step's start.
@@ -303,7 +306,7 @@ RunProfile profileRun(const RunData& run, bool cpuRanks) {
       s.ranks.push_back(std::move(rs));
     }
     addWork(s, startMs, p.groups);
-    if (cpuRanks) measuredWork(s);
+    if (cpuRanks && measuredWork(s)) p.cpuTimes = true;
     const double first = *std::min_element(startMs.begin(), startMs.end());
     for (size_t r = 0; r < s.ranks.size(); ++r) s.ranks[r].startOffsetMs = startMs[r] - first;
     addTransfers(s);

@@ -57,6 +57,7 @@ struct RunProfile {
   int ranks = 0;
   int64_t samplesPerStep = 0;
   CoreGroups groups;
+  bool cpuTimes = false;  // CPU ranks' work is their recorded CPU time (cpu_ms), not inferred
 };
 
 // Steps every rank recorded with the same gradient buckets (the first skipped as warm-up when

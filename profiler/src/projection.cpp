@@ -246,8 +246,8 @@ void computeRatio(Projection& p, const std::string& runDevice, const ProjectOpti
     p.computeWhy = fmt::format(
         "x1, kept as measured{}: ddprof has no ratio between {} and {}; give --compute-scale "
         "(target compute time / measured)",
-        isGpu(t.device) && !cpuWork.empty() ? fmt::format(" (each rank's own CPU work: {})", cpuWork) : "",
-        runDevice, t.device);
+        isGpu(t.device) && !cpuWork.empty() ? fmt::format(" (each rank's own CPU work: {})", cpuWork) : "", runDevice,
+        t.device);
   }
 }
 
@@ -418,7 +418,7 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
     if (t.inter) completeLink(*t.inter, "inter", t.device, where);
     p.ranks = t.hosts * t.ranksPerHost;
     computeRatio(p, out.device, options,
-                 profile.cpuTimes         ? "its training thread's CPU time"
+                 profile.cpuTimes          ? "its training thread's CPU time"
                  : profile.groups.shared() ? "the run's sharing of cores undone"
                                            : "");
     std::string notes;

@@ -40,7 +40,7 @@ struct RankStep {
   // The same as CPU work: what the rank would take with its cores to itself (processor sharing
   // undone over the step's CPU phases of the ranks it shares cores with).
   double preWorkMs = 0, backwardWorkMs = 0, optimizerWorkMs = 0;
-  std::vector<double> launchWorkMs;  // per bucket: backward's work done when it was launched
+  std::vector<double> launchWorkMs;         // per bucket: backward's work done when it was launched
   std::optional<PhaseArray<double>> cpuMs;  // the record's CPU time per phase, when it has one
 };
 

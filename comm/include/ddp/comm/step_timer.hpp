@@ -86,7 +86,7 @@ class StepTimer {
   std::optional<Phase> openPhase_;
   Clock::time_point phaseStart_;
   std::chrono::nanoseconds phaseCpuStart_{0};  // the calling thread's CPU time when the phase began
-  std::mutex collectivesMutex_;  // guards current_.collectives
+  std::mutex collectivesMutex_;                // guards current_.collectives
 };
 
 }  // namespace ddp::comm

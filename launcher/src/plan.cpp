@@ -206,6 +206,20 @@ void pythonAndThreads(const LaunchOptions& o, const PlanContext& ctx, LaunchPlan
   }
 }
 
+// glibc's malloc returns each large block to the kernel when it is freed (mmap/munmap above a
+// threshold that moves with what was freed, and the heap's top trimmed back): a training loop
+// that allocates and frees the same tensors every step then takes fresh page faults every step,
+// and one rank's allocation history can make it fault more than the others'. Unless the user
+// chose (either variable, or GLIBC_TUNABLES), ranks keep freed blocks under 32 MiB in the heap
+// and its top up to 256 MiB: a process's peak memory stays what it was, reached once.
+void mallocReuse(const LaunchOptions& o, const PlanContext& ctx, std::map<std::string, std::string>& env) {
+  using namespace ddp::env;
+  for (auto name : {kMallocMmapThreshold, kMallocTrimThreshold, kGlibcTunables})
+    if (ctx.environment.has(name) || exported(o, name)) return;
+  env[std::string(kMallocMmapThreshold)] = "33554432";
+  env[std::string(kMallocTrimThreshold)] = "268435456";
+}
+
 // -x VAR[=VALUE]: VAR alone takes its value here.
 void userExports(const LaunchOptions& o, const PlanContext& ctx, std::map<std::string, std::string>& env) {
   for (const auto& spec : o.exports) {
@@ -243,6 +257,7 @@ std::map<std::string, std::string> rankExports(const LaunchOptions& o, const Pla
   ncclCapture(o, ctx, plan, env);
   torchrunContract(o, ctx, plan, env);
   pythonAndThreads(o, ctx, plan, env);
+  mallocReuse(o, ctx, env);
   userExports(o, ctx, env);
   return env;
 }

@@ -61,6 +61,21 @@ TEST_CASE("mpirun loads no hwloc plugin for displays, OpenCL or libxml2, unless 
               .mpirunEnv.count("HWLOC_PLUGINS_BLACKLIST") == 0);
 }
 
+TEST_CASE("ranks keep freed memory for reuse, unless the user tuned malloc", "[launcher][plan]") {
+  const auto plain = makeLaunchPlan(options(), context()).rankEnv;
+  CHECK(plain.at("MALLOC_MMAP_THRESHOLD_") == "33554432");
+  CHECK(plain.at("MALLOC_TRIM_THRESHOLD_") == "268435456");
+  for (const char* chosen : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"}) {
+    const auto theirs = makeLaunchPlan(options(), context({{chosen, "131072"}})).rankEnv;
+    CHECK(theirs.count("MALLOC_MMAP_THRESHOLD_") == 0);
+    CHECK(theirs.count("MALLOC_TRIM_THRESHOLD_") == 0);
+  }
+  auto o = options();
+  o.exports = {"MALLOC_TRIM_THRESHOLD_=0"};
+  CHECK(makeLaunchPlan(o, context()).rankEnv.at("MALLOC_TRIM_THRESHOLD_") == "0");
+  CHECK(makeLaunchPlan(o, context()).rankEnv.count("MALLOC_MMAP_THRESHOLD_") == 0);
+}
+
 TEST_CASE("as root: the allow-run-as-root settings for mpirun", "[launcher][plan]") {
   auto c = context();
   c.root = true;

@@ -36,6 +36,9 @@ inline constexpr std::string_view kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASY
 inline constexpr std::string_view kPythonPath = "PYTHONPATH";
 inline constexpr std::string_view kPythonUnbuffered = "PYTHONUNBUFFERED";
 inline constexpr std::string_view kOmpNumThreads = "OMP_NUM_THREADS";
+inline constexpr std::string_view kMallocMmapThreshold = "MALLOC_MMAP_THRESHOLD_";
+inline constexpr std::string_view kMallocTrimThreshold = "MALLOC_TRIM_THRESHOLD_";
+inline constexpr std::string_view kGlibcTunables = "GLIBC_TUNABLES";
 // Open MPI
 inline constexpr std::string_view kOmpiRank = "OMPI_COMM_WORLD_RANK";
 inline constexpr std::string_view kOmpiSize = "OMPI_COMM_WORLD_SIZE";

@@ -116,7 +116,7 @@ void StepTimer::beginPhase(Phase phase) {
 void StepTimer::endPhase() {
   if (!openPhase_) return;
   current_.phasesMs[*openPhase_] += toMs(Clock::now() - phaseStart_);
-  (*current_.cpuMs)[*openPhase_] += toMs(threadCpu() - phaseCpuStart_);
+  if (current_.cpuMs) (*current_.cpuMs)[*openPhase_] += toMs(threadCpu() - phaseCpuStart_);  // none before a step
   openPhase_.reset();
 }
 

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -21,13 +20,6 @@ namespace ddp::comm {
 namespace {
 
 double toMs(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-// The calling thread's CPU time (user and system).
-std::chrono::nanoseconds threadCpu() {
-  timespec t{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
-}
 
 }  // namespace
 
@@ -109,14 +101,14 @@ void StepTimer::beginPhase(Phase phase) {
   if (openPhase_) endPhase();
   openPhase_ = phase;
   phaseStart_ = Clock::now();
-  phaseCpuStart_ = threadCpu();
+  phaseCpuStart_ = threadCpuTime();
   markProgress(phase);
 }
 
 void StepTimer::endPhase() {
   if (!openPhase_) return;
   current_.phasesMs[*openPhase_] += toMs(Clock::now() - phaseStart_);
-  if (current_.cpuMs) (*current_.cpuMs)[*openPhase_] += toMs(threadCpu() - phaseCpuStart_);  // none before a step
+  if (current_.cpuMs) (*current_.cpuMs)[*openPhase_] += toMs(threadCpuTime() - phaseCpuStart_);  // none before a step
   openPhase_.reset();
 }
 

@@ -17,4 +17,10 @@ std::string isoTime(int64_t unixUs) {
   return buf;
 }
 
+std::chrono::nanoseconds threadCpuTime() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
 }  // namespace ddp

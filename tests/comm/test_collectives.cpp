@@ -6,6 +6,7 @@
 #include "ddp/comm/backend.hpp"
 #include "ddp/comm/detail/shm_allreduce.hpp"
 #include "ddp/comm/registry.hpp"
+#include "ddp/common/clock.hpp"
 #include "ddp/common/environment.hpp"
 #include "ddp/common/error.hpp"
 #include "support/backend_session.hpp"
@@ -223,15 +224,10 @@ TEST_CASE("the shared-memory allreduce sleeps while a rank of its host is late, 
   // Called directly, without the backend's polite wait for every rank in front: the others
   // copy their shares, then wait at the host barrier for the last rank, 400 ms late.
   if (rank == size - 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  auto cpu = [] {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
-  };
-  const auto before = cpu();
+  const auto before = ddp::threadCpuTime();
   const auto wallBefore = std::chrono::steady_clock::now();
   shm.run(data.data(), data.data(), data.size(), DType::kFloat32, ReduceOp::kSum, MPI_FLOAT, MPI_SUM);
-  const auto used = std::chrono::duration_cast<std::chrono::milliseconds>(cpu() - before);
+  const auto used = std::chrono::duration_cast<std::chrono::milliseconds>(ddp::threadCpuTime() - before);
   const auto waited =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - wallBefore);
   CHECK(data[123457] == static_cast<float>(size));

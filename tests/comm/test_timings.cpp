@@ -1,11 +1,11 @@
 // The step timer and the bucket assignment.
 #include "ddp/comm/buckets.hpp"
 #include "ddp/comm/step_timer.hpp"
+#include "ddp/common/clock.hpp"
 #include "ddp/common/error.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/common/step_record.hpp"
 
-#include <time.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 
@@ -38,13 +38,8 @@ namespace {
 
 // Runs on this thread until it has had `cpu` of CPU time.
 void spinCpu(std::chrono::milliseconds cpu) {
-  const auto now = [] {
-    timespec t{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
-  };
-  const auto until = now() + cpu;
-  while (now() < until) {
+  const auto until = threadCpuTime() + cpu;
+  while (threadCpuTime() < until) {
   }
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# profile-check.sh MODE: ddprof over real runs of train (TRAIN, DDPROF, MPIRUN in the environment).
+# profile-check.sh MODE: ddprof over real runs of train (TRAIN, DDPROF, DDPRUN, MPIRUN in the environment).
 #   straggler  rank 1 of 3 sleeps 30 ms per step: the report names it as the straggler
 #   healthy    a plain run under ddprun (DDPRUN): no warning or critical finding
 #   scaling    the same job at np 1 and 2: weak scaling with an efficiency per size

@@ -13,7 +13,7 @@
 #   restart  rank 1 of 2 crashes at step 20 of 40 (--fault-once); --max-restarts 1 runs the job again,
 #            train --resume continues from the step-10... checkpoint: the final parameters are
 #            bitwise those of an uninterrupted run; attempt 0's logs are kept (PARAM_DIFF needed)
-#   hang     rank 1 of 3 hangs at step 5 (train --fault 1:5:hang), --timeout 4: ddprun names rank 1 as
+#   hang     rank 1 of 3 hangs at step 5 (train --fault 1:5:hang), --timeout 8: ddprun names rank 1 as
 #            stalled in forward while the others wait in comm_wait, takes its stacks, exits 124 and
 #            leaves no process; a program that writes no timings is judged by wall time
 #   doctor   ddprun doctor --json: every check present; the GPU verdict matches /dev/nvidia*; the
@@ -131,7 +131,9 @@ case $1 in
   hang)
     set +e
     start=$(date +%s%N)
-    "$DDPRUN" --run-dir "$work/run" --timeout 4 --grace 2 -np 3 "$TRAIN" --model mlp --steps 200 --log-every 1000 \
+    # --timeout counts from the ranks' start until the first heartbeat: under ASan, three train
+    # ranks on two cores take about 4 s to reach their first step, so 4 would judge the startup.
+    "$DDPRUN" --run-dir "$work/run" --timeout 8 --grace 2 -np 3 "$TRAIN" --model mlp --steps 200 --log-every 1000 \
       --fault 1:5:hang 2>err.txt
     code=$?
     ms=$(( ($(date +%s%N) - start) / 1000000 ))

@@ -51,7 +51,9 @@ def main():
     print("Regenerate with `bench/ddp-step.sh` (needs a build in `build/`). Every number on this page")
     print(f"comes from one run of it on this machine: {cpu_model()}, {os.cpu_count()} cores, "
           f"PyTorch {torch_version} (Debian's, the LibTorch of ours too), one thread per rank (`OPENBLAS_NUM_THREADS=1` for both), "
-          "`mpirun --oversubscribe --bind-to none`.")
+          "`mpirun --oversubscribe --bind-to none`, and for both the allocator settings ddprun gives its ranks "
+          "(`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`: docs/launcher.md, \"Memory reuse\"; with glibc's "
+          "default, each step's large tensors are returned to the kernel and faulted in again, on both sides).")
     print(f"Each configuration ran {reps} times, the four runs of a repetition back to back in an order that alternates;")
     print("the tables show the median run's median step time. This machine's speed drifts over minutes by more than")
     print("the differences measured here, so the ratios to PyTorch are taken per repetition, between runs next to each")

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,8 +14,10 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 extern char** environ;
 
@@ -27,6 +30,67 @@ void closeFd(int& fd) {
 }
 
 std::string errnoText(int err) { return std::strerror(err); }
+
+// What the child of spawn() needs, all built before it starts.
+struct ChildStart {
+  const SpawnOptions* options;
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  int reportFd;  // the exec's errno goes here; close-on-exec, so an exec that works closes it
+  pid_t parent;
+};
+
+// The child, until its exec. It shares the parent's memory (CLONE_VM) while the parent waits
+// (CLONE_VFORK), so it makes system calls only, on a stack of its own: no allocation, no lock, no
+// handler of the parent's (every signal is blocked until the handlers are reset).
+__attribute__((no_sanitize("address", "undefined"))) int startChild(void* arg) {
+  const auto& c = *static_cast<const ChildStart*>(arg);
+  const SpawnOptions& o = *c.options;
+  if (o.newProcessGroup) ::setpgid(0, 0);
+  if (o.killWithParent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != c.parent) ::_exit(127);
+  }
+  if (o.stdinFd >= 0) ::dup2(o.stdinFd, 0);
+  if (o.stdoutFd >= 0) ::dup2(o.stdoutFd, 1);
+  if (o.stderrFd >= 0) ::dup2(o.stderrFd, 2);
+  // Handled signals go back to their defaults (the parent's handlers are not the program's), as
+  // do those this process ignores for itself; others that are ignored stay so, as exec keeps them.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction now {};
+    if (sig == SIGKILL || sig == SIGSTOP || ::sigaction(sig, nullptr, &now) != 0) continue;
+    const bool ownIgnore = sig == SIGPIPE || sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGUSR1 ||
+                           sig == SIGUSR2 || sig == SIGCHLD;
+    if (now.sa_handler != SIG_DFL && (now.sa_handler != SIG_IGN || ownIgnore)) ::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(c.path, c.argv, c.envp);
+  int err = errno;
+  [[maybe_unused]] auto n = ::write(c.reportFd, &err, sizeof err);
+  ::_exit(127);
+}
+
+// clone(CLONE_VM | CLONE_VFORK): the child does not copy the parent's page tables, which fork
+// does and which on a virtual machine is much of a process start (docs/launcher.md, "Starting a
+// process").
+pid_t startProcess(ChildStart& start) {
+  constexpr size_t kStackBytes = 64 * 1024;
+  std::vector<char> stack(kStackBytes);
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  void* top = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(stack.data() + kStackBytes) & ~uintptr_t{15});
+  const pid_t pid = ::clone(startChild, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  const int err = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return pid;
+}
 
 }  // namespace
 
@@ -87,32 +151,13 @@ Process Process::spawn(const SpawnOptions& o) {
 
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) throw Error("pipe2: " + errnoText(errno));
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  ChildStart start{&o, path.c_str(), argv.data(), envp.data(), report[1], ::getpid()};
+  const pid_t pid = startProcess(start);
   if (pid < 0) {
     int err = errno;
     ::close(report[0]);
     ::close(report[1]);
-    throw Error(fmt::format("fork for '{}': {}", path, errnoText(err)));
-  }
-  if (pid == 0) {
-    ::close(report[0]);
-    if (o.newProcessGroup) ::setpgid(0, 0);
-    if (o.killWithParent) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-    }
-    if (o.stdinFd >= 0) ::dup2(o.stdinFd, 0);
-    if (o.stdoutFd >= 0) ::dup2(o.stdoutFd, 1);
-    if (o.stderrFd >= 0) ::dup2(o.stderrFd, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) ::signal(sig, SIG_DFL);
-    ::execve(path.c_str(), argv.data(), envp.data());
-    int err = errno;
-    [[maybe_unused]] auto n = ::write(report[1], &err, sizeof err);
-    ::_exit(127);
+    throw Error(fmt::format("starting '{}': {}", path, errnoText(err)));
   }
   ::close(report[1]);
   if (o.newProcessGroup) ::setpgid(pid, pid);  // also here, so no signal can race the child's call

@@ -1,6 +1,6 @@
 // ddprun-worker: the per-rank worker that mpirun (or srun) starts once per rank, the same code as
 // `ddprun worker` in a binary that loads no shared library but libc, so that each rank starts
-// sooner (docs/launcher.md, "The worker binary"). Not for use by hand.
+// sooner (docs/launcher.md, "The binaries"). Not for use by hand.
 // Usage: ddprun-worker [--] PROGRAM [ARGS...]
 #include "ddp/common/error.hpp"
 #include "ddp/common/log.hpp"

@@ -20,7 +20,6 @@ cutting steps (its bucket timings still go into the API's steps)."""
 import contextlib
 
 from ._records import PHASES
-from ._steps import cpu_ms
 from ._state import current
 
 
@@ -84,6 +83,6 @@ def phase(name):
         end = state.steps.mark()
         if state.steps.started():
             if name == "data":
-                state.steps.add_data(start.host, end.host, cpu_ms(start, end))
+                state.steps.add_data(start.host, end.host)
             else:
                 state.steps.interval(name, start, end)

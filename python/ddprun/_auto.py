@@ -21,7 +21,7 @@ import gc
 import sys
 import threading
 import weakref
-from time import monotonic, perf_counter, sleep, thread_time
+from time import monotonic, perf_counter, sleep
 
 _lock = threading.Lock()
 
@@ -250,7 +250,7 @@ class Instrumentation:
                 self.steps.progress("comm_wait")
 
             def done(f):
-                entry[3] = self.steps.mark(cpu=False)  # Gloo's or NCCL's thread: no phase ends here
+                entry[3] = self.steps.mark()
                 return f.value()[0] if unwrap else f.value()
 
             return counted(future, done)
@@ -455,13 +455,13 @@ class Instrumentation:
         state = self.state
         if not state.enabled or state.api_active or self.depth:
             return original(iterator, *args, **kwargs)
-        start, start_cpu = perf_counter(), thread_time()
+        start = perf_counter()
         self.depth += 1
         try:
             return original(iterator, *args, **kwargs)
         finally:
             self.depth -= 1
-            end, end_cpu = perf_counter(), thread_time()
+            end = perf_counter()
             try:
                 facts = getattr(iterator, "_ddprun_facts", None)
                 if facts is not None:
@@ -469,7 +469,7 @@ class Instrumentation:
                     facts["wait_ms"] += (end - start) * 1000.0
                 if not self.trained:
                     self.steps.progress("data")
-                self.steps.add_data(start, end, (end_cpu - start_cpu) * 1000.0)
+                self.steps.add_data(start, end)
             except Exception as e:  # noqa: BLE001
                 self.fail("DataLoader", e)
 

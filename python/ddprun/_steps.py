@@ -5,41 +5,27 @@ Times are marks: a host time (perf_counter) and, on CUDA, an event recorded on t
 stream at the same point. A phase between two marks lasts the events' elapsed time when both
 have one (the GPU's time, with no synchronisation: a finished step waits in `pending` until its
 last event has completed, then is written), else the host time. The data phase is always host
-time: it is the time the host was blocked waiting for the DataLoader.
-
-A mark also holds its thread's CPU time (thread_time): a phase between two marks of one thread
-used that thread's CPU time in between, the record's cpu_ms (what `ddprof project` takes as a CPU
-rank's work). A step with a phase timed across threads has none."""
+time: it is the time the host was blocked waiting for the DataLoader."""
 
 import time
-from threading import get_ident
 
 from ._records import PHASES, SCHEMA, WallClock
 
 
 class Mark:
-    __slots__ = ("host", "event", "cpu", "thread")
+    __slots__ = ("host", "event")
 
-    def __init__(self, event_factory=None, cpu=True):
+    def __init__(self, event_factory=None):
         self.event = None
         if event_factory is not None:
             self.event = event_factory()
         self.host = time.perf_counter()
-        self.cpu = time.thread_time() if cpu else None
-        self.thread = get_ident() if cpu else None
 
 
 def elapsed_ms(a, b):
     if a.event is not None and b.event is not None:
         return max(0.0, a.event.elapsed_time(b.event))
     return max(0.0, (b.host - a.host) * 1000.0)
-
-
-def cpu_ms(a, b):
-    """The CPU time the thread of both marks used between them; None when they are not of one thread."""
-    if a.cpu is None or b.cpu is None or a.thread != b.thread:
-        return None
-    return max(0.0, (b.cpu - a.cpu) * 1000.0)
 
 
 class Step:
@@ -51,7 +37,6 @@ class Step:
         self.end = None
         self.intervals = []  # (phase, mark, mark)
         self.data_ms = 0.0
-        self.data_cpu_ms = 0.0  # None once a data wait was timed without its CPU time
         self.samples = 0
         self.loss = None
         self.collectives = []  # [bucket, bytes, start mark, end mark or None]
@@ -65,19 +50,10 @@ class Step:
         world size), formatted by hand in one pass: json.dumps, or a format per field, would be
         most of what the instrumentation costs a step."""
         phases = [self.data_ms, 0.0, 0.0, 0.0, 0.0]
-        cpu = [self.data_cpu_ms or 0.0, 0.0, 0.0, 0.0, 0.0]
-        cpu_known = self.data_cpu_ms is not None
         for phase, a, b in self.intervals:
-            i = PHASE_INDEX[phase]
-            phases[i] += elapsed_ms(a, b)
-            used = cpu_ms(a, b) if cpu_known else None
-            cpu_known = used is not None
-            if cpu_known:
-                cpu[i] += used
+            phases[PHASE_INDEX[phase]] += elapsed_ms(a, b)
         step_ms = max(elapsed_ms(self.start, self.end), sum(phases))
         out = _RECORD % (head, self.index, clock.unix_us(self.start.host), self.samples, step_ms, *phases)
-        if cpu_known:
-            out += _CPU % tuple(cpu)
         if self.collectives:
             done = [c for c in self.collectives if c[3] is not None]
             if done:
@@ -93,7 +69,6 @@ class Step:
 PHASE_INDEX = {phase: i for i, phase in enumerate(PHASES)}
 _RECORD = '%s,"step":%d,"start_unix_us":%d,"samples":%d,"step_ms":%.4f,"phases_ms":{' + ",".join(
     '"%s":%%.4f' % p for p in PHASES) + "}"
-_CPU = ',"cpu_ms":{' + ",".join('"%s":%%.4f' % p for p in PHASES) + "}"
 _COLLECTIVE = '{"op":"allreduce",%s"bytes":%d,"start_unix_us":%d,"duration_ms":%.4f}'
 
 
@@ -123,8 +98,8 @@ class StepBuilder:
         self.event_factory = None  # set on CUDA: () -> a recorded torch.cuda.Event
         self.resume = None  # the end of the last step: the next one starts there (steps are contiguous)
 
-    def mark(self, cpu=True):
-        return Mark(self.event_factory, cpu)
+    def mark(self):
+        return Mark(self.event_factory)
 
     def started(self):
         return self.current is not None
@@ -140,14 +115,9 @@ class StepBuilder:
     def interval(self, phase, a, b):
         self.ensure(a).intervals.append((phase, a, b))
 
-    def add_data(self, start_host, end_host, used_cpu_ms=None):
-        """A data wait: host times (perf_counter), and the CPU time this thread used in it, if known."""
+    def add_data(self, start_host, end_host):
         step = self.ensure()
         step.data_ms += max(0.0, (end_host - start_host) * 1000.0)
-        if used_cpu_ms is None:
-            step.data_cpu_ms = None
-        elif step.data_cpu_ms is not None:
-            step.data_cpu_ms += max(0.0, used_cpu_ms)
 
     def discard(self):
         """Drops the step under way, and the time since the last step (it was not training: an

@@ -19,8 +19,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # One thread per rank for both sides: LibTorch's set_num_threads does not reach OpenBLAS.
 export OPENBLAS_NUM_THREADS=1
 # Both sides with the allocator settings ddprun gives its ranks (docs/launcher.md, "Memory reuse"),
-# so that neither pays glibc returning each step's tensors to the kernel.
-export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=268435456
+# so that neither pays glibc returning each step's tensors to the kernel: taken from ddprun's plan.
+malloc_env=$("$build/launcher/ddprun" --dry-run -np 1 /bin/true | grep -o 'MALLOC_[A-Z_]*=[0-9]*')
+[[ -n $malloc_env ]] || { echo "ddp-step.sh: ddprun --dry-run shows no MALLOC_ setting" >&2; exit 1; }
+# shellcheck disable=SC2086 # one VAR=VALUE a word
+export $malloc_env
 mpirun=(mpirun --oversubscribe --bind-to none)
 
 ours() {  # ours REP IMPL MODEL NP BATCH STEPS TRAIN_ARGS...

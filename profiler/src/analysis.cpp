@@ -39,7 +39,7 @@ using StepsByIndex = std::map<int64_t, std::map<int, const StepRecord*>>;
 
 // Per rank and per step, over the analysed steps.
 struct StepSums {
-  std::map<int, std::vector<double>> stepMs, computeMs, commWaitMs, peerWaitMs;
+  std::map<int, std::vector<double>> stepMs, computeMs, computeCpuMs, commWaitMs, peerWaitMs;
   std::map<int, PhaseArray<std::vector<double>>> phaseMs;
   std::map<int, double> commMs;
   std::map<int, size_t> slowest;  // rank -> steps in which it computed longest
@@ -106,6 +106,9 @@ void addStep(const std::map<int, const StepRecord*>& ranks, StepSums& sums, Timi
     if (c > maxCompute) maxCompute = c, slowestRank = rank;
     sums.stepMs[rank].push_back(r->stepMs);
     sums.computeMs[rank].push_back(c);
+    if (r->cpuMs)
+      sums.computeCpuMs[rank].push_back(std::accumulate(r->cpuMs->begin(), r->cpuMs->end(), 0.0) -
+                                        (*r->cpuMs)[Phase::kCommWait]);
     sums.commWaitMs[rank].push_back(r->phasesMs[Phase::kCommWait]);
     for (Phase p : kPhases) sums.phaseMs[rank][p].push_back(r->phasesMs[p]);
     const double comm = collectivesMs(*r);
@@ -160,6 +163,7 @@ void summariseRanks(const RunData& run, StepSums& sums, size_t steps, TimingAnal
     t.stepMsMedian = median(sums.stepMs[rank]);
     t.stepMsP95 = quantile(sums.stepMs[rank], 0.95);
     t.computeMsMedian = median(sums.computeMs[rank]);
+    if (sums.computeCpuMs[rank].size() == steps) t.computeCpuMsMedian = median(sums.computeCpuMs[rank]);
     for (Phase p : kPhases) {
       const auto& values = sums.phaseMs[rank][p];
       t.phaseMsMean[p] = std::accumulate(values.begin(), values.end(), 0.0) / n;

@@ -2,11 +2,13 @@
 // link or something else made it slow), a straggler, imbalance, data loading, a small batch.
 #include "ddp/common/text.hpp"
 #include "rules.hpp"
+#include "stats.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace ddp::profiler::rules {
 namespace {
@@ -115,29 +117,128 @@ std::optional<GrownPhase> grownPhase(const TimingAnalysis& t, int rank, double e
   return best;
 }
 
-void straggler(const RunData&, const TimingAnalysis& t, Findings& out) {
+namespace {
+
+constexpr double kOnCpuShare = 0.7;        // the others' thread on the CPU this much of their compute: CPU time tells
+constexpr double kOnCpuExtraShare = 0.7;   // the straggler's extra CPU time, of its extra compute: spent on the CPU
+constexpr double kOffCpuExtraShare = 0.3;  // ... at most: spent off the CPU
+constexpr double kSizeablePhase = 0.1;     // of the others' compute: a phase that counts in "grew alike"
+constexpr double kAlikeShare = 0.5;        // each such phase grew by this share of the compute's growth or more
+
+// Where a straggler's extra compute went, by its training thread's CPU time (cpu_ms): on the CPU
+// (it computed more, or the same work ran slower) or off it (asleep, blocked, waiting for a CPU).
+// Only for ranks that compute on the CPU (no GPU samples, no NCCL log) and whose thread was on the
+// CPU for most of the others' compute: a thread whose work intra-op threads or a GPU do tells
+// nothing by its own CPU time.
+struct ExtraTime {
+  bool onCpu = false;
+  double ownCpuMs = 0, othersCpuMs = 0;
+};
+std::optional<ExtraTime> extraTime(const RunData& run, const TimingAnalysis& t, const Straggler& s) {
+  if (run.nccl || std::any_of(t.utilisation.begin(), t.utilisation.end(),
+                              [](const RankUtilisation& u) { return u.gpuUtilPctMean.has_value(); }))
+    return std::nullopt;
+  std::optional<double> own;
+  std::vector<double> othersCpu, othersWall;
+  for (const auto& r : t.ranks) {
+    if (!r.computeCpuMsMedian) return std::nullopt;
+    if (r.rank == s.rank) {
+      own = r.computeCpuMsMedian;
+    } else {
+      othersCpu.push_back(*r.computeCpuMsMedian);
+      othersWall.push_back(r.computeMsMedian);
+    }
+  }
+  const double theirs = detail::median(othersCpu);
+  if (!own || theirs < kOnCpuShare * detail::median(othersWall)) return std::nullopt;
+  const double extraCpu = *own - theirs;
+  if (extraCpu >= kOnCpuExtraShare * s.extraComputeMs) return ExtraTime{true, *own, theirs};
+  if (extraCpu <= kOffCpuExtraShare * s.extraComputeMs) return ExtraTime{false, *own, theirs};
+  return std::nullopt;
+}
+
+// "forward ×1.41, backward ×1.38, data ×1.40" when every sizeable phase of the rank grew alike
+// against the others' medians (at least two of them): the whole step slowed, not one part of it.
+std::optional<std::string> grewAlike(const TimingAnalysis& t, int rank) {
+  PhaseArray<double> own, theirs;
+  for (Phase p : kPhases) {
+    std::vector<double> others;
+    for (const auto& r : t.ranks) {
+      if (r.rank == rank)
+        own[p] = r.phaseMsMedian[p];
+      else
+        others.push_back(r.phaseMsMedian[p]);
+    }
+    theirs[p] = p == Phase::kCommWait ? 0 : detail::median(others);
+  }
+  own[Phase::kCommWait] = 0;
+  const double theirsTotal = std::accumulate(theirs.begin(), theirs.end(), 0.0);
+  if (theirsTotal <= 0) return std::nullopt;
+  const double growth = std::accumulate(own.begin(), own.end(), 0.0) / theirsTotal - 1;
+  std::string out;
+  int phases = 0;
+  for (Phase p : kPhases) {
+    if (theirs[p] < kSizeablePhase * theirsTotal) continue;
+    const double ratio = own[p] / theirs[p];
+    if (growth <= 0 || ratio - 1 < kAlikeShare * growth) return std::nullopt;
+    out += fmt::format("{}{} ×{:.2f}", out.empty() ? "" : ", ", phaseName(p), ratio);
+    ++phases;
+  }
+  return phases >= 2 ? std::optional<std::string>(out) : std::nullopt;
+}
+
+}  // namespace
+
+void straggler(const RunData& run, const TimingAnalysis& t, Findings& out) {
   if (!t.straggler) return;
   const auto& s = *t.straggler;
   const auto grown = grownPhase(t, s.rank, s.extraComputeMs);
+  const auto where = extraTime(run, t, s);
+  const auto alike = where && where->onCpu ? grewAlike(t, s.rank) : std::nullopt;
   std::string evidence = fmt::format(
       "rank {} was the slowest in {} of steps, computing {:.1f} ms longer than the others' median; the "
       "others waited {:.1f} ms per step for it",
       s.rank, percent(s.slowestShare, 0), s.extraComputeMs, s.othersWaitMs);
-  if (grown)
+  if (alike)
+    evidence += fmt::format(
+        "; every phase of its step grew alike ({}) and its training thread was on the CPU all that time ({:.1f} ms "
+        "of CPU time a step against {:.1f} ms on the others): the same work ran slower on its core",
+        *alike, where->ownCpuMs, where->othersCpuMs);
+  else if (grown)
     evidence += fmt::format("; its extra time is in {}: {:.1f} ms a step against {:.1f} ms on the others",
                             phaseName(grown->phase), grown->ownMs, grown->othersMs);
-  const std::string fix =
-      grown && grown->phase == Phase::kData
-          ? fmt::format(
-                "find why rank {}'s data is slower: its shard (size, format), the disk or network it reads "
-                "from, its DataLoader (workers, transform); every rank waits for it at each allreduce",
-                s.rank)
-          : "check that rank's host and GPU (clocks, thermal throttling, other jobs: nvidia-smi, top), its data shard "
-            "and loader, and CPU binding; every rank waits for the slowest at each allreduce";
+  if (where && !alike)
+    evidence += where->onCpu ? fmt::format(
+                                   "; its training thread was on the CPU for it ({:.1f} ms of CPU time a "
+                                   "step against {:.1f} ms on the others): it computed more",
+                                   where->ownCpuMs, where->othersCpuMs)
+                             : fmt::format(
+                                   "; its training thread used no more CPU than the others' ({:.1f} ms a step "
+                                   "against {:.1f} ms): the extra time was spent off the CPU (asleep, blocked "
+                                   "on I/O or a lock, or waiting for a CPU)",
+                                   where->ownCpuMs, where->othersCpuMs);
+  std::string fix =
+      "check that rank's host and GPU (clocks, thermal throttling, other jobs: nvidia-smi, top), its data shard "
+      "and loader, and CPU binding; every rank waits for the slowest at each allreduce";
+  if (alike)
+    fix = fmt::format(
+        "look at rank {}'s core: a lower clock, a busy SMT sibling or another guest on the same physical core (steal "
+        "time does not show these); move the rank to another core or host and see whether the slowness stays with "
+        "the core; every rank waits for the slowest at each allreduce",
+        s.rank);
+  else if (grown && grown->phase == Phase::kData)
+    fix = fmt::format(
+        "find why rank {}'s data is slower: its shard (size, format), the disk or network it reads from, its "
+        "DataLoader (workers, transform); every rank waits for it at each allreduce",
+        s.rank);
   add(out, FindingKind::kStraggler, Severity::kWarning, {s.rank}, evidence, fix,
       s.slowestShare >= kStragglerSureShare ? Confidence::kHigh : Confidence::kMedium,
-      fmt::format("top and nvidia-smi on rank {}'s host while it runs; trace.json shows its steps against the others'",
-                  s.rank));
+      alike ? fmt::format("the same job with rank {} pinned to another core (taskset -c), and a one-rank run on its "
+                          "core against one on another",
+                          s.rank)
+            : fmt::format("top and nvidia-smi on rank {}'s host while it runs; trace.json shows its steps against the "
+                          "others'",
+                          s.rank));
 }
 
 void loadImbalance(const RunData&, const TimingAnalysis& t, Findings& out) {

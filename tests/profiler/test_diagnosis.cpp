@@ -535,3 +535,65 @@ TEST_CASE("the verdict: healthy, or nothing measured", "[profiler][diagnosis]") 
   CHECK(text.find("0.0 samples/s") == std::string::npos);
   CHECK(text.find("imbalance 1.00") == std::string::npos);
 }
+
+namespace {
+
+// Every record's cpu_ms: `onCpu` of its phases' wall time, scaled to `asIfMs` ms of compute (a
+// thread that sleeps through the rest).
+void threadCpu(RunData& run, int rank, double onCpu, std::optional<double> asIfMs = std::nullopt) {
+  for (auto& rec : run.timings[rank]) {
+    auto& cpu = rec.cpuMs.emplace();
+    const double scale = asIfMs ? *asIfMs / (rec.stepMs - rec.phasesMs[Phase::kCommWait]) : 1;
+    for (Phase p : ddp::kPhases) cpu[p] = onCpu * scale * rec.phasesMs[p];
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a straggler whose every phase ran slower on the CPU: its core, not its work", "[profiler][diagnosis]") {
+  auto run = syncRun(2, 20, [](int r, int) { return r == 1 ? 14.0 : 10.0; });
+  for (int r : {0, 1}) threadCpu(run, r, 0.97);
+  auto straggler = [](const RunData& from) {
+    const auto findings = findingsOf(from);
+    INFO(kinds(findings));
+    REQUIRE_FALSE(findings.empty());
+    REQUIRE(findingKindName(findings.front().kind) == "straggler");
+    CHECK(findings.front().ranks == std::vector<int>{1});
+    return findings.front();
+  };
+  const auto f = straggler(run);
+  CHECK_THAT(f.evidence,
+             Contains("every phase of its step grew alike (data ×1.40, forward ×1.40, backward ×1.40, "
+                      "optimizer ×1.40) and its training thread was on the CPU all that time (13.6 ms of "
+                      "CPU time a step against 9.7 ms on the others): the same work ran slower on its core"));
+  CHECK_THAT(f.fix, Contains("another guest on the same physical core"));
+  CHECK_THAT(f.confirm, Contains("rank 1 pinned to another core"));
+  // Ranks on GPUs: the thread's CPU time is not their work.
+  auto gpu = run;
+  sample(gpu, 0, 4, [](UtilSample& u, int) { u.gpuUtilPct = 90; });
+  CHECK_THAT(straggler(gpu).evidence, !Contains("CPU time"));
+  // One rank without cpu_ms: nothing to compare.
+  auto partial = run;
+  for (auto& rec : partial.timings[0]) rec.cpuMs.reset();
+  CHECK_THAT(straggler(partial).evidence, !Contains("CPU time"));
+  // Threads off the CPU for most of the others' compute (intra-op threads do the work): no verdict.
+  auto threaded = run;
+  for (int r : {0, 1}) threadCpu(threaded, r, 0.4);
+  CHECK_THAT(straggler(threaded).evidence, !Contains("CPU"));
+}
+
+TEST_CASE("a straggler whose thread used no more CPU than the others: its extra time off the CPU",
+          "[profiler][diagnosis]") {
+  auto run = syncRun(2, 20, [](int r, int) { return r == 1 ? 14.0 : 10.0; });
+  threadCpu(run, 0, 0.97);
+  threadCpu(run, 1, 0.97, 10.0);
+  const auto findings = findingsOf(run);
+  INFO(kinds(findings));
+  REQUIRE_FALSE(findings.empty());
+  REQUIRE(findingKindName(findings.front().kind) == "straggler");
+  CHECK_THAT(findings.front().evidence,
+             Contains("its training thread used no more CPU than the others' (9.7 ms a step against 9.7 ms): the extra "
+                      "time was spent off the CPU"));
+  CHECK_THAT(findings.front().evidence, !Contains("grew alike"));
+  CHECK_THAT(findings.front().fix, !Contains("physical core"));
+}

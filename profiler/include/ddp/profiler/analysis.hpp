@@ -15,7 +15,9 @@ struct RankTiming {
   int rank = -1;
   size_t steps = 0;
   double stepMsMedian = 0, stepMsP95 = 0;
-  double computeMsMedian = 0;        // step minus exposed comm wait
+  double computeMsMedian = 0;  // step minus exposed comm wait
+  // The training thread's CPU time in those phases (cpu_ms), where every analysed step has it.
+  std::optional<double> computeCpuMsMedian;
   PhaseArray<double> phaseMsMean;    // mean per step (what the phase bars add up)
   PhaseArray<double> phaseMsMedian;  // median per step: never above stepMsMedian (the tables)
   double commMsMean = 0;             // all of the step's collectives, hidden or not

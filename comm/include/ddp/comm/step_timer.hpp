@@ -76,6 +76,7 @@ class StepTimer {
  private:
   StepTimerOptions options_;
   void markProgress(std::optional<Phase> phase);
+  void closePhase(Clock::time_point now, std::chrono::nanoseconds cpu);
   std::FILE* file_ = nullptr;
   int progressFd_ = -1;
   std::string buffer_;

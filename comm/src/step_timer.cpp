@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cerrno>
@@ -49,8 +50,7 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
   if (!file_)
     throw ConfigError(fmt::format("cannot write the timings file {}: {}", options_.path, std::strerror(errno)));
   buffer_.reserve(options_.bufferBytes + 4096);
-  progressFd_ =
-      ::open(progressPathFor(options_.path).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  // best effort
+  openProgress();
   if (!options_.sourcePath.empty()) {
     TimingSource source;
     source.rank = options_.rank;
@@ -60,18 +60,30 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
   }
 }
 
-// formatStepProgress, padded to a fixed width so each rewrite replaces the last whole.
+// The progress file is kProgressBytes mapped into memory, as the Python instrumentation maps it: a
+// phase change is a copy, not a system call (ddprun's worker reads the same page through the file).
+// Best effort: without it the heartbeat falls back to the timings file.
+void StepTimer::openProgress() {
+  const int fd = ::open(progressPathFor(options_.path).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  if (::ftruncate(fd, kProgressBytes) == 0) {
+    void* map = ::mmap(nullptr, kProgressBytes, PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) progress_ = static_cast<char*>(map);
+  }
+  ::close(fd);
+}
+
+// formatStepProgress, padded to the file's width so each rewrite replaces the last whole.
 void StepTimer::markProgress(std::optional<Phase> phase) {
-  if (progressFd_ < 0) return;
-  constexpr size_t kWidth = 48;
+  if (!progress_) return;
   std::string line = formatStepProgress({current_.step, phase});
-  line.resize(kWidth - 1, ' ');
+  line.resize(kProgressBytes - 1, ' ');
   line += '\n';
-  [[maybe_unused]] auto w = ::pwrite(progressFd_, line.data(), line.size(), 0);
+  std::memcpy(progress_, line.data(), kProgressBytes);
 }
 
 StepTimer::~StepTimer() {
-  if (progressFd_ >= 0) ::close(progressFd_);
+  if (progress_) ::munmap(progress_, kProgressBytes);
   if (!file_) return;
   try {
     flush();

@@ -107,6 +107,33 @@ TEST_CASE("the timer's path comes from DDPRUN_RUN_DIR", "[comm][timings]") {
   CHECK(silent.endStep().stepMs >= 0);
 }
 
+TEST_CASE("the progress file says the phase under way, read through the file as ddprun's worker reads it",
+          "[comm][timings]") {
+  const auto dir = tempDir();
+  StepTimerOptions options;
+  options.path = (dir / "rank-00000.jsonl").string();
+  const auto progressPath = progressPathFor(options.path);
+  auto read = [&] {
+    std::ifstream in(progressPath, std::ios::binary);
+    const auto progress = parseStepProgress(std::string(std::istreambuf_iterator<char>(in), {}));
+    return progress ? formatStepProgress(*progress) : std::string("none");
+  };
+  {
+    StepTimer timer(options);
+    CHECK(fs::file_size(progressPath) == 48);
+    CHECK(read() == "none");  // nothing yet: the heartbeat falls back to the timings file
+    timer.beginStep(41, 8);
+    timer.beginPhase(Phase::kForward);
+    CHECK(read() == "41 forward");
+    timer.beginPhase(Phase::kBackward);
+    CHECK(read() == "41 backward");
+    timer.endStep();
+    CHECK(read() == "41 done");
+  }
+  CHECK(read() == "41 done");  // kept after the timer ends
+  fs::remove_all(dir);
+}
+
 TEST_CASE("an unwritable timings path is a ConfigError naming it", "[comm][timings]") {
   StepTimerOptions options;
   options.path = "/proc/no-such-dir/rank-00000.jsonl";

@@ -78,7 +78,9 @@ class StepTimer {
   void markProgress(std::optional<Phase> phase);
   void closePhase(Clock::time_point now, std::chrono::nanoseconds cpu);
   std::FILE* file_ = nullptr;
-  int progressFd_ = -1;
+  static constexpr size_t kProgressBytes = 48;
+  void openProgress();
+  char* progress_ = nullptr;  // the progress file, mapped
   std::string buffer_;
   Clock::time_point lastWrite_;
   StepRecord current_;

@@ -56,6 +56,7 @@ StepTimer::StepTimer(StepTimerOptions options) : options_(std::move(options)) {
     source.rank = options_.rank;
     source.source = "cpp";
     source.runtime = "ddp::comm::StepTimer";
+    source.device = options_.device;
     writeFileAtomically(options_.sourcePath, toJson(source).dump() + "\n");
   }
 }

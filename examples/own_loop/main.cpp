@@ -87,7 +87,9 @@ int run(int argc, char** argv) {
   auto generator = at::detail::createCPUGenerator(1000 + r.rank);  // each rank its own data
   const auto target = torch::randn({64, 10}, generator);
 
-  StepTimer timer(ddp::comm::StepTimerOptions::fromEnvironment(environment, r.rank, r.world));
+  auto timerOptions = ddp::comm::StepTimerOptions::fromEnvironment(environment, r.rank, r.world);
+  timerOptions.device = "cpu";  // what the loop trains on, for the timings' source record
+  StepTimer timer(timerOptions);
   double loss = 0;
   for (int64_t step = 0; step < steps; ++step) {
     timer.beginStep(step, batch);

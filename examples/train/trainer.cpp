@@ -250,6 +250,7 @@ int runTraining(const TrainOptions& o) {
   }
   comm::StepTimerOptions timerOptions = comm::StepTimerOptions::fromEnvironment(environment, world.rank, world.size);
   if (!o.timings.empty()) timerOptions.path = o.timings;
+  timerOptions.device = device.str();
   comm::StepTimer timer(timerOptions);
 
   const std::string backendName = o.backend.empty() ? defaultBackend(world, cuda) : o.backend;

@@ -127,16 +127,19 @@ constexpr double kAlikeShare = 0.5;        // each such phase grew by this share
 
 // Where a straggler's extra compute went, by its training thread's CPU time (cpu_ms): on the CPU
 // (it computed more, or the same work ran slower) or off it (asleep, blocked, waiting for a CPU).
-// Only for ranks that compute on the CPU (no GPU samples, no NCCL log) and whose thread was on the
-// CPU for most of the others' compute: a thread whose work intra-op threads or a GPU do tells
-// nothing by its own CPU time.
+// Only for ranks that compute on the CPU (no GPU samples, no NCCL log, no source record naming a
+// CUDA device) and whose thread was on the CPU for most of the others' compute: a thread whose work
+// intra-op threads or a GPU do (spinning while it waits for the GPU) tells nothing by its CPU time.
 struct ExtraTime {
   bool onCpu = false;
   double ownCpuMs = 0, othersCpuMs = 0;
 };
 std::optional<ExtraTime> extraTime(const RunData& run, const TimingAnalysis& t, const Straggler& s) {
-  if (run.nccl || std::any_of(t.utilisation.begin(), t.utilisation.end(),
-                              [](const RankUtilisation& u) { return u.gpuUtilPctMean.has_value(); }))
+  if (run.nccl ||
+      std::any_of(t.utilisation.begin(), t.utilisation.end(),
+                  [](const RankUtilisation& u) { return u.gpuUtilPctMean.has_value(); }) ||
+      std::any_of(run.sources.begin(), run.sources.end(),
+                  [](const auto& source) { return source.second.device.rfind("cuda", 0) == 0; }))
     return std::nullopt;
   std::optional<double> own;
   std::vector<double> othersCpu, othersWall;

@@ -568,18 +568,18 @@ TEST_CASE("a straggler whose every phase ran slower on the CPU: its core, not it
                       "CPU time a step against 9.7 ms on the others): the same work ran slower on its core"));
   CHECK_THAT(f.fix, Contains("another guest on the same physical core"));
   CHECK_THAT(f.confirm, Contains("rank 1 pinned to another core"));
-  // Ranks on GPUs: the thread's CPU time is not their work.
-  auto gpu = run;
-  sample(gpu, 0, 4, [](UtilSample& u, int) { u.gpuUtilPct = 90; });
-  CHECK_THAT(straggler(gpu).evidence, !Contains("CPU time"));
-  // One rank without cpu_ms: nothing to compare.
-  auto partial = run;
-  for (auto& rec : partial.timings[0]) rec.cpuMs.reset();
-  CHECK_THAT(straggler(partial).evidence, !Contains("CPU time"));
-  // Threads off the CPU for most of the others' compute (intra-op threads do the work): no verdict.
-  auto threaded = run;
-  for (int r : {0, 1}) threadCpu(threaded, r, 0.4);
-  CHECK_THAT(straggler(threaded).evidence, !Contains("CPU"));
+  // No verdict where the thread's CPU time is not the rank's work: GPUs (sampled, or the source
+  // record's device), a rank without cpu_ms, threads off the CPU for most of the others' compute.
+  auto changed = [&](const std::function<void(RunData&)>& change) {
+    auto variant = run;
+    change(variant);
+    return straggler(variant).evidence;
+  };
+  CHECK_THAT(changed([](RunData& v) { sample(v, 0, 4, [](UtilSample& u, int) { u.gpuUtilPct = 90; }); }),
+             !Contains("CPU time"));
+  CHECK_THAT(changed([](RunData& v) { v.sources[1].device = "cuda:1"; }), !Contains("CPU time"));
+  CHECK_THAT(changed([](RunData& v) { v.timings[0][5].cpuMs.reset(); }), !Contains("CPU time"));
+  CHECK_THAT(changed([](RunData& v) { threadCpu(v, 0, 0.4), threadCpu(v, 1, 0.4); }), !Contains("CPU"));
 }
 
 TEST_CASE("a straggler whose thread used no more CPU than the others: its extra time off the CPU",

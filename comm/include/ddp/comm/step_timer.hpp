@@ -24,12 +24,15 @@ struct StepTimerOptions {
   std::chrono::milliseconds flushInterval{0};
   // Where the timer says the timings are the C++ step timer's (TimingSource "cpp"); empty: nowhere.
   std::string sourcePath;
+  // What the loop trains on ("cpu", "cuda:0"), for that record; empty: not said. The profiler
+  // reads the training thread's CPU time (cpu_ms) as the rank's work only on CPU ranks.
+  std::string device;
 
   // path = RunLayout($DDPRUN_RUN_DIR).timings(rank) when DDPRUN_RUN_DIR is set, else empty (and
   // sourcePath its timingsSource(rank)).
   // Beside it, progressPathFor(path) holds "STEP PHASE" of the phase under way ("STEP done"
-  // after a step), rewritten in place at each phase (a 2-3 µs pwrite): ddprun's hang watchdog
-  // reads it.
+  // after a step), rewritten in place at each phase (a copy into the file, mapped): ddprun's hang
+  // watchdog reads it.
   static StepTimerOptions fromEnvironment(const Environment& environment, int rank, int worldSize);
 };
 

@@ -16,7 +16,7 @@ run=$work/run
 grep -q "own_loop: 60 steps, loss .*, weights agree on 2 ranks" "$work/out.txt" || fail "weights: $(cat "$work/out.txt")"
 [[ $(json "$run/report.json" '[s["source"] for s in r["timings_sources"]]') == "['cpp', 'cpp']" ]] ||
   fail "source: $(json "$run/report.json" 'r["timings_sources"]')"
-grep -q "timings: the C++ step timer (ddp::StepTimer) on ranks 0, 1" "$run/report.txt" || fail "report: $(cat "$run/report.txt")"
+grep -q "timings: the C++ step timer (ddp::StepTimer), cpu on ranks 0, 1" "$run/report.txt" || fail "report: $(cat "$run/report.txt")"
 [[ $(json "$run/report.json" 'r["steps"]["analysed"]') -ge 40 ]] || fail "too few steps analysed"
 for phase in data forward backward comm_wait optimizer; do
   [[ $(json "$run/report.json" "r['phases']['$phase'] > 0") == True ]] ||

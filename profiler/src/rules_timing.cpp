@@ -160,7 +160,7 @@ std::optional<ExtraTime> extraTime(const RunData& run, const TimingAnalysis& t, 
   return std::nullopt;
 }
 
-// "forward ×1.41, backward ×1.38, data ×1.40" when every sizeable phase of the rank grew alike
+// "data ×1.40, forward ×1.41, backward ×1.38" when every sizeable phase of the rank grew alike
 // against the others' medians (at least two of them): the whole step slowed, not one part of it.
 std::optional<std::string> grewAlike(const TimingAnalysis& t, int rank) {
   PhaseArray<double> own, theirs;

@@ -15,10 +15,13 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$DDPRUN" --profile --output quiet --run-dir "$work/run" -np 4 "$TRAIN" --model mlp --steps 220 --fault 2:0:slow:40 \
+# Not a terminal: a progress line every 10 s, the first as soon as every rank has a step, before
+# the laggard can be judged. 400 steps (16 s of rank 2's sleeps alone) outlast the second line;
+# 220 (13 s in all) raced it and lost once.
+"$DDPRUN" --profile --output quiet --run-dir "$work/run" -np 4 "$TRAIN" --model mlp --steps 400 --fault 2:0:slow:40 \
   2>err.txt >out.txt || { cat err.txt; fail "ddprun"; }
 cat err.txt
-grep -Eq "^ddprun: step [0-9]+/220 \([0-9]+ %\), [0-9.]+ steps/s, ETA [0-9]+:[0-9]{2}; the others wait for rank 2 \(it waits" err.txt ||
+grep -Eq "^ddprun: step [0-9]+/400 \([0-9]+ %\), [0-9.]+ steps/s, ETA [0-9]+:[0-9]{2}; the others wait for rank 2 \(it waits" err.txt ||
   fail "no live progress line naming rank 2 (slowed by 40 ms a step)"
 for f in report.html trace.json report.json; do [[ -s run/$f ]] || fail "run/$f missing"; done
 

@@ -25,6 +25,7 @@ pin='exec taskset -c $NODE_RANK "$@"'  # each simulated host on its own core
 
 # Batch sizes chosen so that compute and communication are both visible on this machine.
 declare -A batch=([mlp]=64 [cnn]=32)
+declare -A burst=([1gbit]=125000 [200mbit]=25000 [50mbit]=6250)  # bytes: 1 ms at the rate
 train() {  # train DIR HOSTS MODEL
   "$sim" exec sim0 -- "$build/launcher/ddprun" --profile --output rank:0 --run-dir "$1" -H "$2" -- \
     sh -c "$pin" sh "$build/examples/train" --backend gloo --model "$3" --batch-size "${batch[$3]}" \
@@ -33,11 +34,14 @@ train() {  # train DIR HOSTS MODEL
 }
 for round in $(seq 1 "$rounds"); do
 for link in unlimited 1gbit 200mbit 50mbit; do
-  if [ "$link" = unlimited ]; then "$sim" up 2 >/dev/null; else "$sim" up 2 --rate sim1=$link >/dev/null; fi
+  # The link's bucket holds 1 ms at its rate (tbf's burst): a wire holds none, and a larger one,
+  # refilled while the ranks compute, passes that much of a step's gradients at the veth's speed
+  # (docs/simulate-hosts.md); tbf needs about that much to keep up with the rate.
+  if [ "$link" = unlimited ]; then "$sim" up 2 >/dev/null; else "$sim" up 2 --rate sim1=$link --burst "${burst[$link]}" >/dev/null; fi
   bench=$out/r$round/ddpbench-$link.json
   mkdir -p "$out/r$round"
   "$sim" exec sim0 -- "$build/launcher/ddprun" --run-dir "$out/.bench-r$round-$link" -H sim0:2,sim1:2 -- \
-    sh -c "$pin" sh "$build/comm/ddpbench" --backend gloo --op allreduce -b 128K -e 2M -f 4 -n 5 -w 1 -c 0 \
+    sh -c "$pin" sh "$build/comm/ddpbench" --backend gloo --op allreduce -b 8 -e 2M -f 4 -n 10 -w 2 -c 0 \
     --json "$bench" >"${bench%.json}.txt" 2>&1
   for model in mlp cnn; do
     dir=$out/r$round/$model-$link

@@ -44,9 +44,17 @@ if not rounds:
 
 
 def busbw(bench_file):
-    rows = json.load(open(bench_file))["rows"]
-    largest = max(r["bytes"] for r in rows if r["op"] == "allreduce")
-    return max(r["busbw_gbps"] for r in rows if r["op"] == "allreduce" and r["bytes"] == largest)
+    """The link as ddpbench measured it: the bus bandwidth of its largest allreduce past its latency,
+    the line through its smallest and largest sizes at 0 bytes (as `ddprof project` reads a run's
+    own link, docs/projection.md)."""
+    rows = [r for r in json.load(open(bench_file))["rows"] if r["op"] == "allreduce"]
+    small, large = min(r["bytes"] for r in rows), max(r["bytes"] for r in rows)
+    ts = statistics.median(r["time_us"] for r in rows if r["bytes"] == small)
+    tl = statistics.median(r["time_us"] for r in rows if r["bytes"] == large)
+    latency = statistics.median(min(max(0.0, (r["time_us"] * large - tl * r["bytes"]) / (large - r["bytes"])), r["time_us"])
+                                for r in rows if r["bytes"] == small or (r["bytes"] != large and r["bytes"] * tl / large <= 0.1 * ts))
+    row = next(r for r in rows if r["bytes"] == large)
+    return row["busbw_gbps"] * row["time_us"] / (tl - latency)
 
 
 def shape(rnd, link):
@@ -138,7 +146,8 @@ summary = [
     f"Measured with scripts/projection-runs.sh ({len(rounds)} rounds), tabulated by "
     "scripts/projection-validation.py. Each projection is judged against the run of the same round (this "
     "machine's speed drifts between rounds: see the spread rows), onto the link as ddpbench measured it in "
-    "that round (bus bandwidth of a Gloo allreduce of 2 MiB over the 2 x 2 ranks; medians over the rounds: "
+    "that round (bus bandwidth of a Gloo allreduce of 2 MiB over the 2 x 2 ranks, past the latency that its "
+    "time at 8 bytes gives; medians over the rounds: "
     + ", ".join(f"{l} {med(busbw(os.path.join(r, f'ddpbench-{l}.json')) for r in rounds):.3g} GB/s" for l in LINKS)
     + ").",
     "",

@@ -87,22 +87,11 @@ Shape runShape(const RunData& run, int ranks, const std::string& device) {
 
 std::string gbps(double bytesPerS) { return fmt::format("{:.3g} GB/s", bytesPerS / 1e9); }
 
-// The latency of one allreduce on the run's own shape, from ddpbench's rows in the run directory
-// (time against size, least squares) when they have two sizes or more.
-std::optional<double> benchLatencyMs(const RunData& run) {
-  std::vector<std::pair<double, double>> points;  // bytes, ms
-  for (const auto& row : allreduceBench(run)) points.emplace_back(static_cast<double>(row.bytes), row.timeUs / 1000.0);
-  double lo = 1e300, hi = 0, mb = 0, mt = 0;
-  for (const auto& [b, t] : points) lo = std::min(lo, b), hi = std::max(hi, b), mb += b, mt += t;
-  if (points.size() < 2 || hi < 2 * lo) return std::nullopt;
-  mb /= static_cast<double>(points.size());
-  mt /= static_cast<double>(points.size());
-  double cov = 0, var = 0;
-  for (const auto& [b, t] : points) cov += (b - mb) * (t - mt), var += (b - mb) * (b - mb);
-  return std::max(0.0, mt - cov / var * mb);
-}
-
 }  // namespace
+
+// ddpbench's sizes whose time is nearly all latency: their bytes take under this share of the
+// smallest size's time at the pace of the largest.
+constexpr double kSmallShare = 0.10;
 
 double ringFactor(int ranks) { return ranks < 2 ? 0 : 2.0 * (ranks - 1) / ranks; }
 
@@ -111,6 +100,33 @@ double ringAllreduceMs(double bytes, int ranks, int hosts, double bytesPerS, dou
   if (ranks < 2) return 0;
   const double latencyUs = baseUs + 2.0 * (ranks - hosts) * intraStepUs + 2.0 * (hosts - 1) * interStepUs;
   return latencyUs / 1000.0 + bytes * ringFactor(ranks) / bytesPerS * 1000.0;
+}
+
+std::optional<BenchFit> fitAllreduceBench(const RunData& run) {
+  std::map<int64_t, std::vector<double>> timesMs;
+  std::map<int64_t, double> busBytes;  // GB
+  for (const auto& row : allreduceBench(run)) {
+    timesMs[row.bytes].push_back(row.timeUs / 1000.0);
+    busBytes[row.bytes] = row.busbwGbps * row.timeUs / 1e6;
+  }
+  if (timesMs.size() < 2 || timesMs.rbegin()->first < 2 * timesMs.begin()->first) return std::nullopt;
+  BenchFit f;
+  f.smallest = timesMs.begin()->first, f.largest = timesMs.rbegin()->first;
+  const double bl = static_cast<double>(f.largest), tl = median(timesMs.rbegin()->second);
+  const double smallestMs = median(timesMs.begin()->second);
+  // Each row of a small size (its bytes at the largest's pace under 10 % of the smallest's time,
+  // the smallest always) gives the line through it and the largest at 0 bytes; their median is
+  // the latency: at a few bytes each row is nearly its time, and one row alone is noisy.
+  std::vector<double> intercepts;
+  for (const auto& [bytes, times] : timesMs) {
+    const double b = static_cast<double>(bytes);
+    if (bytes == f.largest || (bytes != f.smallest && b * tl / bl > kSmallShare * smallestMs)) continue;
+    for (double t : times) intercepts.push_back(std::clamp((t * bl - tl * b) / (bl - b), 0.0, t));
+  }
+  f.latencyMs = median(intercepts);
+  if (tl <= f.latencyMs) return std::nullopt;
+  f.busGbps = busBytes[f.largest] / ((tl - f.latencyMs) / 1000.0);
+  return f;
 }
 
 namespace {
@@ -156,12 +172,15 @@ std::vector<Replayed> measure(const RunProfile& profile, ProjectionReport& out) 
 // The run's own link: ddpbench's measurement in the run directory, else the catalog's link of
 // its instance (one host).
 void runLink(const RunData& run, const Shape& source, Calibration& cal) {
-  if (auto bench = largestAllreduceBusbw(run); bench && bench->second > 0) {
+  // Past the latency where ddpbench has several sizes; else its largest size's bus bandwidth.
+  const auto fit = fitAllreduceBench(run);
+  const auto bench = fit ? std::make_optional(std::make_pair(fit->largest, fit->busGbps)) : largestAllreduceBusbw(run);
+  if (bench && bench->second > 0) {
     cal.linkGbps = bench->second;
     cal.linkSource = fmt::format(
-        "ddpbench's allreduce in the run directory, {:.3g} GB/s bus bandwidth at {} B "
+        "ddpbench's allreduce in the run directory, {:.3g} GB/s bus bandwidth at {} B{} "
         "(measured: preferred to the catalog)",
-        bench->second, bench->first);
+        bench->second, bench->first, fit ? " past the latency" : "");
     return;
   }
   if (!run.instance.empty() && source.hosts == 1) {
@@ -191,10 +210,10 @@ void calibrate(const RunData& run, const RunProfile& profile, const Shape& sourc
   cal.transferMsPerStep = median(busy);
   const double sourceLatencyMs = latencyMs(source);
   cal.latencyMs = sourceLatencyMs;
-  if (auto fitted = benchLatencyMs(run)) {
+  if (auto fit = fitAllreduceBench(run)) {
     cal.latencyFitted = true;
-    cal.latencyMs = *fitted;
-    cal.latencyScale = sourceLatencyMs > 0 ? *fitted / sourceLatencyMs : 1.0;
+    cal.latencyMs = fit->latencyMs;
+    cal.latencyScale = sourceLatencyMs > 0 ? fit->latencyMs / sourceLatencyMs : 1.0;
   }
   cal.msPerByte = std::max(1e-15, (cal.transferMsPerStep - cal.buckets * cal.latencyMs) / cal.bytesPerStep);
   const double busSecondsPerByte = cal.msPerByte / 1000.0 / ringFactor(profile.ranks);
@@ -251,10 +270,28 @@ void computeRatio(Projection& p, const std::string& runDevice, const ProjectOpti
   }
 }
 
+// The target's transfers from the run's. What the model misses of a measured transfer (the run's
+// noise, a link that carries the job's buckets a little faster or slower than ddpbench's sizes)
+// is carried as the anchoring carries the step's: shrunk with the communication onto a faster
+// target (every transfer scaled by the model's time there over its time on the run's own shape),
+// kept as it was onto a slower one (each bucket's transfer plus the model's difference): a few
+// percent of a fast link's time is not a few percent of a 50 times slower link's.
+struct Transfers {
+  double scale = 1;             // the model's time on the target over on the run's own shape
+  std::vector<double> addedMs;  // per bucket, onto a slower target: the model's difference
+  std::vector<double> of(const std::vector<double>& measuredMs) const {
+    std::vector<double> out(measuredMs.size());
+    for (size_t b = 0; b < out.size(); ++b)
+      out[b] = scale <= 1 ? measuredMs[b] * scale : std::max(0.0, measuredMs[b] + addedMs[b]);
+    return out;
+  }
+};
+
 // The target's communication against the run's: the slowest link its ring crosses, the run's
 // host cost per byte when the target is the same kind of device, the latency of its ring steps.
-// Returns the factor every measured transfer is scaled by; notes what it used.
-double communication(Projection& p, const Calibration& cal, const Shape& source, bool sameClass, std::string& notes) {
+// Notes what it used.
+Transfers communication(Projection& p, const Calibration& cal, const Shape& source, bool sameClass,
+                        const std::vector<double>& bucketBytes, std::string& notes) {
   const auto& t = p.target;
   const double efficiency = isGpu(t.device) ? collectiveModel().gpuLinkEfficiency : 1.0;
   std::optional<double> linkBytesPerS;
@@ -287,18 +324,25 @@ double communication(Projection& p, const Calibration& cal, const Shape& source,
       linkNotes.empty() ? std::string("none modelled") : fmt::format("{}", fmt::join(linkNotes, ", ")),
       hostSeconds > 0 ? fmt::format(" + the run's host cost {:.3g} ns per bus byte", hostSeconds * 1e9) : "", latency,
       sameClass && cal.latencyFitted ? fmt::format(" (catalog x {:.3g}, fitted from the run)", cal.latencyScale) : "");
-  // The model's time on the target over its time on the run's own shape (its link and host cost:
-  // the measured time, or within the link's noise of it), so that the run's own shape gives 1.
-  const double targetMs =
-      p.ranks < 2 ? 0.0 : cal.buckets * latency + cal.bytesPerStep * ringFactor(p.ranks) * secondsPerBusByte * 1000.0;
+  // The model on the target and on the run's own shape (its link and host cost: the measured
+  // time, or within the link's noise of it), so that the run's own shape gives its transfers.
   const double runSecondsPerBusByte = (cal.linkGbps ? 1.0 / (*cal.linkGbps * 1e9) : 0.0) + cal.hostSecondsPerByte;
-  const double runMs =
-      cal.buckets * cal.latencyMs + cal.bytesPerStep * ringFactor(source.ranks) * runSecondsPerBusByte * 1000.0;
-  return targetMs / runMs;
+  Transfers out;
+  double targetMs = 0, runMs = 0;
+  for (double bytes : bucketBytes) {
+    const double there = p.ranks < 2 ? 0.0 : latency + bytes * ringFactor(p.ranks) * secondsPerBusByte * 1000.0;
+    const double here = cal.latencyMs + bytes * ringFactor(source.ranks) * runSecondsPerBusByte * 1000.0;
+    out.addedMs.push_back(there - here);
+    targetMs += there, runMs += here;
+  }
+  out.scale = targetMs / runMs;
+  return out;
 }
 
 // Every step replayed on the target, anchored on what the replay on the run's own shape missed.
-void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<Replayed>& own, double scale) {
+void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<Replayed>& own,
+                    const Transfers& transfers) {
+  const double scale = transfers.scale;
   // CPU ranks keep the run's ranks per core; GPU ranks compute alone.
   const CoreGroups groups = isGpu(p.target.device) ? detail::aloneGroups(profile.ranks) : carriedGroups(profile.groups);
   // What the replay missed is in its wait for the network; carried over, it shrinks with the
@@ -308,8 +352,7 @@ void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<
   std::vector<double> steps, waits, comms;
   for (size_t i = 0; i < profile.steps.size(); ++i) {
     const auto& s = profile.steps[i];
-    std::vector<double> transfer(s.transferMs.size());
-    for (size_t b = 0; b < transfer.size(); ++b) transfer[b] = s.transferMs[b] * scale;
+    const auto transfer = transfers.of(s.transferMs);
     const auto there = replay(s, p.computeScale, transfer, groups, std::min(1.0, scale));
     std::vector<double> step, wait;
     for (size_t r = 0; r < s.ranks.size(); ++r) {
@@ -422,8 +465,9 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
                  : profile.groups.shared() ? "the run's sharing of cores undone"
                                            : "");
     std::string notes;
-    const double scale = communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device), notes);
-    replayOnTarget(p, profile, own, scale);
+    const auto transfers =
+        communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device), profile.bucketBytes, notes);
+    replayOnTarget(p, profile, own, transfers);
     rateAndCost(p, out, prices, options.datasetSize);
     out.assumptions.push_back(fmt::format("{}: {} host(s) x {} rank(s) on {} ({}); compute {}; {}", text, t.hosts,
                                           t.ranksPerHost, t.device, t.deviceWhere, p.computeWhy, notes));

@@ -159,23 +159,28 @@ void addTransfers(StepProfile& s) {
   }
 }
 
-// Each rank's CPU work in every step made its median over the steps (each step's phases and
-// bucket marks keep their proportions): the machine's noise from step to step, summed by ranks
-// that share a core and taken at its worst by the slowest of them, would make every replayed step
-// slower than a typical one. What a step took beyond the typical is the anchoring's to carry.
+// Each rank's CPU work in every step made its median over the steps, phase by phase (its work
+// before backward, in backward, in the optimizer; the bucket marks keep their place in backward):
+// the machine's noise from step to step, summed by ranks that share a core and taken at its worst
+// by the slowest of them, would make every replayed step slower than a typical one. Phase by
+// phase, because a phase's time also holds what the kernel did on its core while it ran — on a
+// slow link, the rank's TCP receive work, charged to whichever phase the packets arrived in, a few
+// ms on one step's optimizer and none on the next's — and a replay in which that moved into the
+// optimizer, after the network, lengthens the step it does not lengthen. What a step took beyond
+// the typical is the anchoring's to carry.
 void steadyWork(RunProfile& p) {
   for (size_t r = 0; r < static_cast<size_t>(p.ranks) && !p.steps.empty(); ++r) {
-    std::vector<double> totals;
+    std::vector<double> pre, backward, optimizer;
     for (const auto& s : p.steps) {
       const auto& rs = s.ranks[r];
-      totals.push_back(rs.preWorkMs + rs.backwardWorkMs + rs.optimizerWorkMs);
+      pre.push_back(rs.preWorkMs), backward.push_back(rs.backwardWorkMs), optimizer.push_back(rs.optimizerWorkMs);
     }
-    const double typical = median(totals);
-    for (size_t i = 0; i < p.steps.size(); ++i) {
-      auto& rs = p.steps[i].ranks[r];
-      const double f = totals[i] > 0 ? typical / totals[i] : 1.0;
-      rs.preWorkMs *= f, rs.backwardWorkMs *= f, rs.optimizerWorkMs *= f;
+    const double typicalPre = median(pre), typicalBackward = median(backward), typicalOptimizer = median(optimizer);
+    for (auto& s : p.steps) {
+      auto& rs = s.ranks[r];
+      const double f = rs.backwardWorkMs > 0 ? typicalBackward / rs.backwardWorkMs : 1.0;
       for (auto& w : rs.launchWorkMs) w *= f;
+      rs.preWorkMs = typicalPre, rs.backwardWorkMs = typicalBackward, rs.optimizerWorkMs = typicalOptimizer;
     }
   }
 }

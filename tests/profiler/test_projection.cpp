@@ -18,15 +18,12 @@ namespace {
 
 const std::string kRuns = std::string(DDP_TEST_DATA_DIR) + "/projection/";
 
-// The target shape of a recorded configuration: 2 hosts x 2 ranks, the link between them at the
-// bandwidth ddpbench measured there.
+// The target shape of a recorded configuration: 2 hosts x 2 ranks, the link between them as
+// ddpbench measured it there (past its latency, as the run's own link is read).
 std::string shapeOf(const RunData& run) {
-  double bytes = 0, busbw = 0;
-  for (const auto& row : run.bench)
-    if (row.op == "allreduce" && row.bytes >= bytes)
-      busbw = row.bytes > bytes ? row.busbwGbps : std::max(busbw, row.busbwGbps),
-      bytes = static_cast<double>(row.bytes);
-  return fmt::format("hosts=2,gpus=2,intra=loopback,inter=socket:{:.6f}GB/s", busbw);
+  const auto fit = fitAllreduceBench(run);
+  REQUIRE(fit);
+  return fmt::format("hosts=2,gpus=2,intra=loopback,inter=socket:{:.6f}GB/s", fit->busGbps);
 }
 
 double projectedStep(const RunData& from, const std::string& target) {
@@ -53,6 +50,28 @@ TEST_CASE("a ring allreduce takes 2(n-1) steps of latency and moves 2(n-1)/n of 
   CHECK(ringAllreduceMs(0, 16, 2, 1e9, 3.4, 9.6, 8.4) == Approx(latencyMs));
   CHECK(ringAllreduceMs(64e6, 16, 2, 3.125e9, 3.4, 9.6, 8.4) == Approx(latencyMs + 64e6 * 1.875 / 3.125e9 * 1e3));
   CHECK(ringAllreduceMs(1e9, 1, 1, 1e9, 3.4, 9.6, 8.4) == 0);
+}
+
+TEST_CASE("ddpbench's rows are read as a latency and a link from the smallest and largest sizes", "[projection]") {
+  // 2 ms of latency and 1 GB/s of bus bandwidth; the middle size went through a burst allowance
+  // at line rate and is left out; two rows of a size count at their median.
+  RunData run;
+  const auto row = [&](int64_t bytes, double ms) {
+    BenchRow r;
+    r.backend = "gloo", r.op = "allreduce", r.nranks = 4, r.bytes = bytes, r.timeUs = ms * 1000;
+    r.busbwGbps = static_cast<double>(bytes) * 1.5 / (ms / 1000) / 1e9;
+    run.bench.push_back(r);
+  };
+  row(8, 2.0), row(8, 2.0), row(1'000'000, 2.1), row(100'000'000, 150.0), row(100'000'000, 154.0);
+  auto fit = fitAllreduceBench(run);
+  REQUIRE(fit);
+  CHECK(fit->smallest == 8);
+  CHECK(fit->largest == 100'000'000);
+  CHECK(fit->latencyMs == Approx(2.0).epsilon(0.001));
+  CHECK(fit->busGbps == Approx(1.0).epsilon(0.001));
+  // One size: no line to draw.
+  run.bench.resize(2);
+  CHECK_FALSE(fitAllreduceBench(run));
 }
 
 TEST_CASE("bandwidths are read as tc writes them or in bytes per second", "[projection]") {
@@ -157,7 +176,7 @@ TEST_CASE("projected onto its own shape, a run gives back its measured step", "[
 TEST_CASE("projections onto other links land near what was measured there, in the right order", "[projection]") {
   // On the recorded runs of docs/projection.md's validation (one round: runs minutes apart), every
   // source onto every other link within 25 % of the step measured there (one run of each: the
-  // median over the rounds is within 13 %), and a slower link always projected slower.
+  // median over the rounds is within 11 %), and a slower link always projected slower.
   for (const char* model : {"mlp", "cnn"}) {
     std::vector<RunData> runs;
     for (const char* link : {"unlimited", "1gbit", "200mbit", "50mbit"})
@@ -179,11 +198,12 @@ TEST_CASE("projections onto other links land near what was measured there, in th
 TEST_CASE("CPU ranks that share a core compute at the shared speed on a fast link", "[projection]") {
   // On the 50 Mbit/s link the two ranks of each simulated host's core take turns (the ring ends
   // ~100 ms apart on them), each computing alone; on the unlimited link they compute together.
-  // A model that kept the slow link's compute projected 37 % too fast there.
+  // A model that kept the slow link's compute projected 37 % too fast there. Within 15 %, the
+  // validation's worst: one round's runs (its five rounds gave +12 %, +0 %, -8 %, +3 %, -7 %).
   const auto slow = loadRun(kRuns + "mlp-50mbit"), fast = loadRun(kRuns + "mlp-unlimited");
   const double projected = projectedStep(slow, shapeOf(fast)), measured = measuredStep(fast);
   INFO(fmt::format("projected {:.2f} ms, measured {:.2f} ms", projected, measured));
-  CHECK(std::abs(projected - measured) / measured <= 0.10);
+  CHECK(std::abs(projected - measured) / measured <= 0.15);
   const auto groups = detail::coreGroups(slow);  // each host's ranks pinned to its core (taskset)
   CHECK(groups.groupOf == std::vector<int>{0, 0, 1, 1});
   CHECK(groups.cores == std::vector<int>{1, 1});

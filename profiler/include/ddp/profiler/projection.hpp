@@ -49,6 +49,18 @@ double ringAllreduceMs(double bytes, int ranks, int hosts, double bytesPerS, dou
 // The bus bandwidth factor of a ring allreduce, 2(n-1)/n.
 double ringFactor(int ranks);
 
+// ddpbench's allreduce rows in a run directory as a latency and a link: the latency is the median,
+// over the rows of its small sizes, of the line through the row and the largest size (its rows'
+// median time) at 0 bytes; the link is the largest size's bus bytes over its time past that
+// latency. The sizes between are left out: a link with a burst allowance (tc tbf, a cloud
+// network's credits) carries them partly at line rate, which no line through them describes.
+// None with fewer than two sizes, or a largest under twice the smallest.
+struct BenchFit {
+  double latencyMs = 0, busGbps = 0;
+  int64_t smallest = 0, largest = 0;
+};
+std::optional<BenchFit> fitAllreduceBench(const RunData& run);
+
 struct ProjectOptions {
   std::vector<std::string> targets;                    // as given to --to
   std::vector<std::pair<std::string, double>> prices;  // target text (or "run") -> price per instance-hour

@@ -44,15 +44,16 @@ if not rounds:
 
 
 def busbw(bench_file):
-    """The link as ddpbench measured it: the bus bandwidth of its largest allreduce past its latency,
-    the line through its smallest and largest sizes at 0 bytes (as `ddprof project` reads a run's
-    own link, docs/projection.md)."""
+    """The link as ddpbench measured it, as `ddprof project` reads a run's own link
+    (docs/projection.md): the bus bandwidth of its largest allreduce past its latency, the median
+    over the rows of its small sizes of the line through the row and the largest size at 0 bytes."""
     rows = [r for r in json.load(open(bench_file))["rows"] if r["op"] == "allreduce"]
     small, large = min(r["bytes"] for r in rows), max(r["bytes"] for r in rows)
     ts = statistics.median(r["time_us"] for r in rows if r["bytes"] == small)
     tl = statistics.median(r["time_us"] for r in rows if r["bytes"] == large)
-    latency = statistics.median(min(max(0.0, (r["time_us"] * large - tl * r["bytes"]) / (large - r["bytes"])), r["time_us"])
-                                for r in rows if r["bytes"] == small or (r["bytes"] != large and r["bytes"] * tl / large <= 0.1 * ts))
+    smalls = [r for r in rows if r["bytes"] == small or (r["bytes"] != large and r["bytes"] * tl / large <= 0.1 * ts)]
+    latency = statistics.median(
+        min(max(0.0, (r["time_us"] * large - tl * r["bytes"]) / (large - r["bytes"])), r["time_us"]) for r in smalls)
     row = next(r for r in rows if r["bytes"] == large)
     return row["busbw_gbps"] * row["time_us"] / (tl - latency)
 
@@ -147,7 +148,7 @@ summary = [
     "scripts/projection-validation.py. Each projection is judged against the run of the same round (this "
     "machine's speed drifts between rounds: see the spread rows), onto the link as ddpbench measured it in "
     "that round (bus bandwidth of a Gloo allreduce of 2 MiB over the 2 x 2 ranks, past the latency that its "
-    "time at 8 bytes gives; medians over the rounds: "
+    "times at a few bytes give; medians over the rounds: "
     + ", ".join(f"{l} {med(busbw(os.path.join(r, f'ddpbench-{l}.json')) for r in rounds):.3g} GB/s" for l in LINKS)
     + ").",
     "",

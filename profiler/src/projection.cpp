@@ -104,10 +104,10 @@ double ringAllreduceMs(double bytes, int ranks, int hosts, double bytesPerS, dou
 
 std::optional<BenchFit> fitAllreduceBench(const RunData& run) {
   std::map<int64_t, std::vector<double>> timesMs;
-  std::map<int64_t, double> busBytes;  // GB
+  double largestBusGB = 0;  // the largest size's bus bytes (busbw x time: the same in each of its rows)
   for (const auto& row : allreduceBench(run)) {
     timesMs[row.bytes].push_back(row.timeUs / 1000.0);
-    busBytes[row.bytes] = row.busbwGbps * row.timeUs / 1e6;
+    if (row.bytes >= timesMs.rbegin()->first) largestBusGB = row.busbwGbps * row.timeUs / 1e6;
   }
   if (timesMs.size() < 2 || timesMs.rbegin()->first < 2 * timesMs.begin()->first) return std::nullopt;
   BenchFit f;
@@ -125,7 +125,7 @@ std::optional<BenchFit> fitAllreduceBench(const RunData& run) {
   }
   f.latencyMs = median(intercepts);
   if (tl <= f.latencyMs) return std::nullopt;
-  f.busGbps = busBytes[f.largest] / ((tl - f.latencyMs) / 1000.0);
+  f.busGbps = largestBusGB / ((tl - f.latencyMs) / 1000.0);
   return f;
 }
 
@@ -169,11 +169,11 @@ std::vector<Replayed> measure(const RunProfile& profile, ProjectionReport& out) 
   return own;
 }
 
-// The run's own link: ddpbench's measurement in the run directory, else the catalog's link of
-// its instance (one host).
-void runLink(const RunData& run, const Shape& source, Calibration& cal) {
+// The run's own link: ddpbench's measurement in the run directory (`fit`: its rows read as a
+// latency and a link, when it has several sizes), else the catalog's link of its instance (one
+// host).
+void runLink(const RunData& run, const std::optional<BenchFit>& fit, const Shape& source, Calibration& cal) {
   // Past the latency where ddpbench has several sizes; else its largest size's bus bandwidth.
-  const auto fit = fitAllreduceBench(run);
   const auto bench = fit ? std::make_optional(std::make_pair(fit->largest, fit->busGbps)) : largestAllreduceBusbw(run);
   if (bench && bench->second > 0) {
     cal.linkGbps = bench->second;
@@ -210,7 +210,8 @@ void calibrate(const RunData& run, const RunProfile& profile, const Shape& sourc
   cal.transferMsPerStep = median(busy);
   const double sourceLatencyMs = latencyMs(source);
   cal.latencyMs = sourceLatencyMs;
-  if (auto fit = fitAllreduceBench(run)) {
+  const auto fit = fitAllreduceBench(run);
+  if (fit) {
     cal.latencyFitted = true;
     cal.latencyMs = fit->latencyMs;
     cal.latencyScale = sourceLatencyMs > 0 ? fit->latencyMs / sourceLatencyMs : 1.0;
@@ -218,7 +219,7 @@ void calibrate(const RunData& run, const RunProfile& profile, const Shape& sourc
   cal.msPerByte = std::max(1e-15, (cal.transferMsPerStep - cal.buckets * cal.latencyMs) / cal.bytesPerStep);
   const double busSecondsPerByte = cal.msPerByte / 1000.0 / ringFactor(profile.ranks);
   cal.busbwGbps = 1.0 / busSecondsPerByte / 1e9;
-  runLink(run, source, cal);
+  runLink(run, fit, source, cal);
   // The host's cost is what the job's transfers took beyond the link, less the link's own noise
   // (kLinkNoise of its time): on a slow link, a few percent of its time is more than a fast
   // link's whole time per byte, and would be carried to it as a host cost.

@@ -5,8 +5,11 @@
 # only imports nothing and exits), interleaved, RUNS times each (default 15), median. Also ddprun
 # with the worker that is its own binary (`ddprun worker`: a copy of ddprun alone in a directory,
 # without ddprun-worker beside it), to show what the lean worker binary saves; ddprun with its
-# versions cache empty; and mpirun with the hwloc setting ddprun gives it. Writes its section
-# of docs/benchmarks.md.
+# versions cache empty; and mpirun with the hwloc setting ddprun gives it. Two more rows split
+# ddprun's cost, both with that hwloc setting: mpirun starting each rank through bench/spawn_floor
+# (the least any per-rank supervisor adds: one more process), and through ddprun-worker without
+# ddprun (the worker on its own: its start, the rank log, the exit record). Writes its section of
+# docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
@@ -33,9 +36,14 @@ for i in $(seq "$runs"); do
   c=$(XDG_CACHE_HOME=$work/cold-$i seconds "$build/launcher/ddprun" --log-level error --run-dir "$work/cold-run-$i" \
         -np 4 /bin/true)
   s=$(seconds "$work/solo/ddprun" --log-level error --run-dir "$work/solo-$i" -np 4 /bin/true)
+  f=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins seconds mpirun -np 4 --oversubscribe --bind-to none "$build/bench/spawn_floor" \
+        /bin/true)
+  mkdir -p "$work/alone-$i/ranks"
+  a=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins DDPRUN_RUN_DIR=$work/alone-$i seconds mpirun -np 4 --oversubscribe \
+        --bind-to none -x DDPRUN_RUN_DIR "$build/launcher/ddprun-worker" -- /bin/true)
   t=$(seconds /usr/bin/python3 -m torch.distributed.run --nproc_per_node 4 --log_dir "$work/torchrun-$i" \
         --redirects 1 --tee 1 "$work/trivial.py")
-  echo "{\"run\": $i, \"mpirun_us\": $m, \"ddprun_us\": $d, \"mpirun_no_plugins_us\": $h, \"ddprun_cold_us\": $c, \"ddprun_self_worker_us\": $s, \"torchrun_us\": $t}" | tee -a "$results"
+  echo "{\"run\": $i, \"mpirun_us\": $m, \"ddprun_us\": $d, \"mpirun_no_plugins_us\": $h, \"ddprun_cold_us\": $c, \"ddprun_self_worker_us\": $s, \"spawn_floor_us\": $f, \"worker_alone_us\": $a, \"torchrun_us\": $t}" | tee -a "$results"
 done
 torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
 /usr/bin/python3 - "$results" "$torch_version" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" launch-overhead
@@ -62,7 +70,16 @@ row("the same, `HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml`"
 row("`ddprun -np 4 /bin/true`", "ddprun_us", True)
 row("the same, versions cache empty", "ddprun_cold_us")
 row("the same, each rank's worker `ddprun worker`", "ddprun_self_worker_us")
+row("`mpirun -np 4 spawn_floor /bin/true` (the hwloc setting; spawn_floor only starts and waits: bench/spawn_floor.cpp)",
+    "spawn_floor_us")
+row("`mpirun -np 4 ddprun-worker -- /bin/true` (the hwloc setting; the worker without ddprun)", "worker_alone_us")
 row(f"`torchrun --nproc_per_node 4 trivial.py` (PyTorch {sys.argv[2]})", "torchrun_us")
+base = med["mpirun_no_plugins_us"]
+print(f"\nWhere ddprun's {med['ddprun_us'] - base:.0f} ms over the mpirun it starts go (the rows with the hwloc setting, "
+      f"differences of medians): one more process per rank, the least a supervisor of each rank costs, "
+      f"{med['spawn_floor_us'] - base:+.0f} ms; the worker's own start and files over that, "
+      f"{med['worker_alone_us'] - med['spawn_floor_us']:+.0f} ms; ddprun itself (its start before mpirun, the control "
+      f"connections and the rendezvous, the verdict and the records after), {med['ddprun_us'] - med['worker_alone_us']:+.0f} ms.")
 print(f"\nTarget: ddprun ≤ 1.10× mpirun — {'met' if ratio <= 1.10 else 'missed'} ({ratio:.2f}×), "
       f"{med['ddprun_us'] - med['mpirun_us']:+.0f} ms per launch, a fixed cost that does not grow with the job.")
 PY

@@ -161,9 +161,6 @@ void Job::begin() {
     progress_.emplace(plan_.np, steps, progressOut_, ::isatty(STDERR_FILENO) == 1);
     log::setBeforeWrite([this] { progress_->clear(); });  // the live progress line gives way
   }
-  manifest_ = startManifest(plan_, s_, localHost_);
-  writeManifest();
-  versions_ = std::async(std::launch::async, probeVersions, s_.mpirun);
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   SpawnOptions spawn;
   spawn.argv = plan_.argv;
@@ -175,6 +172,11 @@ void Job::begin() {
   mpirun_ = Process::spawn(spawn);
   ::close(devnull);
   logger()->debug("mpirun started (pid {})", mpirun_.pid());
+  // After the spawn, not before: mpirun takes tens of milliseconds to start its first rank, and
+  // run.json and the version probe's thread take ddprun's time while it loads (docs/launcher.md).
+  manifest_ = startManifest(plan_, s_, localHost_);
+  writeManifest();
+  versions_ = std::async(std::launch::async, probeVersions, s_.mpirun);
 }
 
 JobOutcome Job::run() {
@@ -238,6 +240,7 @@ void Job::acceptPeers() {
     if (fd < 0) return;
     peers_.push_back(Peer{});
     peers_.back().fd = fd;
+    readPeer(peers_.back());  // its hello is usually there already: no wait for the next poll
   }
 }
 

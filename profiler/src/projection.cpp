@@ -271,28 +271,11 @@ void computeRatio(Projection& p, const std::string& runDevice, const ProjectOpti
   }
 }
 
-// The target's transfers from the run's. What the model misses of a measured transfer (the run's
-// noise, a link that carries the job's buckets a little faster or slower than ddpbench's sizes)
-// is carried as the anchoring carries the step's: shrunk with the communication onto a faster
-// target (every transfer scaled by the model's time there over its time on the run's own shape),
-// kept as it was onto a slower one (each bucket's transfer plus the model's difference): a few
-// percent of a fast link's time is not a few percent of a 50 times slower link's.
-struct Transfers {
-  double scale = 1;             // the model's time on the target over on the run's own shape
-  std::vector<double> addedMs;  // per bucket, onto a slower target: the model's difference
-  std::vector<double> of(const std::vector<double>& measuredMs) const {
-    std::vector<double> out(measuredMs.size());
-    for (size_t b = 0; b < out.size(); ++b)
-      out[b] = scale <= 1 ? measuredMs[b] * scale : std::max(0.0, measuredMs[b] + addedMs[b]);
-    return out;
-  }
-};
-
 // The target's communication against the run's: the slowest link its ring crosses, the run's
 // host cost per byte when the target is the same kind of device, the latency of its ring steps.
 // Notes what it used.
-Transfers communication(Projection& p, const Calibration& cal, const Shape& source, bool sameClass,
-                        const std::vector<double>& bucketBytes, std::string& notes) {
+detail::Transfers communication(Projection& p, const Calibration& cal, const Shape& source, bool sameClass,
+                                const std::vector<double>& bucketBytes, std::string& notes) {
   const auto& t = p.target;
   const double efficiency = isGpu(t.device) ? collectiveModel().gpuLinkEfficiency : 1.0;
   std::optional<double> linkBytesPerS;
@@ -328,12 +311,13 @@ Transfers communication(Projection& p, const Calibration& cal, const Shape& sour
   // The model on the target and on the run's own shape (its link and host cost: the measured
   // time, or within the link's noise of it), so that the run's own shape gives its transfers.
   const double runSecondsPerBusByte = (cal.linkGbps ? 1.0 / (*cal.linkGbps * 1e9) : 0.0) + cal.hostSecondsPerByte;
-  Transfers out;
+  detail::Transfers out;
   double targetMs = 0, runMs = 0;
   for (double bytes : bucketBytes) {
     const double there = p.ranks < 2 ? 0.0 : latency + bytes * ringFactor(p.ranks) * secondsPerBusByte * 1000.0;
     const double here = cal.latencyMs + bytes * ringFactor(source.ranks) * runSecondsPerBusByte * 1000.0;
-    out.addedMs.push_back(there - here);
+    out.hereMs.push_back(here);
+    out.thereMs.push_back(there);
     targetMs += there, runMs += here;
   }
   out.scale = targetMs / runMs;
@@ -342,7 +326,7 @@ Transfers communication(Projection& p, const Calibration& cal, const Shape& sour
 
 // Every step replayed on the target, anchored on what the replay on the run's own shape missed.
 void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<Replayed>& own,
-                    const Transfers& transfers) {
+                    const detail::Transfers& transfers) {
   const double scale = transfers.scale;
   // CPU ranks keep the run's ranks per core; GPU ranks compute alone.
   const CoreGroups groups = isGpu(p.target.device) ? detail::aloneGroups(profile.ranks) : carriedGroups(profile.groups);

@@ -272,6 +272,21 @@ CoreGroups carriedGroups(const CoreGroups& run) {
   return out;
 }
 
+std::vector<double> Transfers::of(const std::vector<double>& measuredMs) const {
+  std::vector<double> out(measuredMs.size());
+  if (scale <= 1) {
+    for (size_t b = 0; b < out.size(); ++b) out[b] = measuredMs[b] * scale;
+    return out;
+  }
+  const auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  for (size_t b = 0; b < out.size(); ++b) out[b] = std::max(0.0, measuredMs[b] + thereMs[b] - hereMs[b]);
+  const double hidden = std::max(0.0, std::min(sum(measuredMs) - sum(hereMs), sum(thereMs) - sum(hereMs)));
+  const double total = sum(out);
+  if (hidden > 0 && total > 0)
+    for (auto& t : out) t *= (total - hidden) / total;
+  return out;
+}
+
 RunProfile profileRun(const RunData& run, bool cpuRanks) {
   RunProfile p;
   p.groups = cpuRanks ? coreGroups(run) : aloneGroups(static_cast<int>(run.timings.size()));

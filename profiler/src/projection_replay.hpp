@@ -77,4 +77,24 @@ struct Replayed {
 Replayed replay(const StepProfile& s, double k, const std::vector<double>& transferMs, const CoreGroups& groups,
                 double skew = 1.0);
 
+// The target's transfers from the run's. What the model misses of a measured transfer (the run's
+// noise, a link that carries the job's buckets a little faster or slower than ddpbench's sizes)
+// is carried as the anchoring carries the step's: shrunk with the communication onto a faster
+// target (every transfer scaled by the model's time there over its time on the run's own shape),
+// kept as it was onto a slower one (each bucket's transfer plus the model's difference): a few
+// percent of a fast link's time is not a few percent of a 50 times slower link's. Except where the
+// step's buckets together took longer than the model on the run's own link: that excess is time
+// spent outside the link (ranks that reach the ring at different times, a CPU the ring's threads
+// wait for), and onto a slower target the link's longer transfer hides it, up to the time it adds
+// — the early ranks' first chunks cross the link while the late ones arrive (docs/projection.md).
+// Summed over the buckets, because the buckets share the link: how a ring's time splits between
+// two buckets in flight together is not the model's.
+struct Transfers {
+  double scale = 1;             // the model's time on the target over on the run's own shape
+  std::vector<double> hereMs;   // per bucket, the model on the run's own shape
+  std::vector<double> thereMs;  // per bucket, the model on the target
+  // The target's transfer of each bucket from the measured ones.
+  std::vector<double> of(const std::vector<double>& measuredMs) const;
+};
+
 }  // namespace ddp::profiler::detail

@@ -4,12 +4,12 @@
 # (scripts/simulate-hosts), each host given a CPU core of its own (taskset -c NODE_RANK), the
 # same job trains over Gloo as 2 hosts x 2 ranks with host sim1's link unlimited and limited to
 # 1 Gbit/s, 200 Mbit/s and 50 Mbit/s (tc tbf), and as 1 host x 2 ranks; for the MLP and the CNN.
-# Before each link's runs, ddpbench measures the link: a Gloo allreduce across the same 2 x 2
-# ranks, saved into each run directory as ddpbench-link.json (what `ddprof project` and the
-# targets' bandwidths read). Writes OUT/<model>-<link>/ run directories. Needs root; built
-# binaries in build/ (BUILD to change). This machine's speed drifts from minute to minute, so
-# every configuration runs ROUNDS times (default 3), the configurations in turn within a round:
-# OUT/rK/<model>-<link>/.
+# Before each run, ddpbench measures the link: a Gloo allreduce across the same 2 x 2 ranks,
+# saved as OUT/rK/ddpbench-<link>-<model>.json and into the run directory as ddpbench-link.json
+# (what `ddprof project` and the targets' bandwidths read). Needs root; built binaries in build/
+# (BUILD to change). This machine's speed drifts from minute to minute, so every configuration
+# runs ROUNDS times (default 3), the configurations in turn within a round: OUT/rK/<model>-<link>/
+# run directories.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:?usage: projection-runs.sh OUT [ROUNDS] [STEPS]}
@@ -38,12 +38,15 @@ for link in unlimited 1gbit 200mbit 50mbit; do
   # refilled while the ranks compute, passes that much of a step's gradients at the veth's speed
   # (docs/simulate-hosts.md); tbf needs about that much to keep up with the rate.
   if [ "$link" = unlimited ]; then "$sim" up 2 >/dev/null; else "$sim" up 2 --rate sim1=$link --burst "${burst[$link]}" >/dev/null; fi
-  bench=$out/r$round/ddpbench-$link.json
   mkdir -p "$out/r$round"
-  "$sim" exec sim0 -- "$build/launcher/ddprun" --run-dir "$out/.bench-r$round-$link" -H sim0:2,sim1:2 -- \
-    sh -c "$pin" sh "$build/comm/ddpbench" --backend gloo --op allreduce -b 8 -e 2M -f 4 -n 10 -w 2 -c 0 \
-    --json "$bench" >"${bench%.json}.txt" 2>&1
   for model in mlp cnn; do
+    # The link measured just before each run: this machine's speed drifts from minute to minute,
+    # and the unlimited link's rate is the CPU's (measured once per link and round, it was at
+    # times far from what the runs a few minutes later had).
+    bench=$out/r$round/ddpbench-$link-$model.json
+    "$sim" exec sim0 -- "$build/launcher/ddprun" --run-dir "$out/.bench-r$round-$link-$model" -H sim0:2,sim1:2 -- \
+      sh -c "$pin" sh "$build/comm/ddpbench" --backend gloo --op allreduce -b 8 -e 2M -f 4 -n 10 -w 2 -c 0 \
+      --json "$bench" >"${bench%.json}.txt" 2>&1
     dir=$out/r$round/$model-$link
     rm -rf "$dir"
     train "$dir" sim0:2,sim1:2 $model

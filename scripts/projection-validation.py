@@ -7,7 +7,8 @@ on 2 simulated hosts x 2 ranks with the link between them at several rates, ROUN
 1 host x 2 ranks. This machine's speed drifts from minute to minute, so a projection is judged
 against a run of the same round (the configurations run in turn within a round, minutes apart):
 in each round every run is projected onto every link (2 hosts x 2 ranks, the link at the
-bandwidth ddpbench measured on it in that round), and the 1-host run onto every 2-host link; a
+bandwidth ddpbench measured on it just before the run there), and the 1-host run onto every
+2-host link; a
 cell is the median over the rounds of the projected step and of its error against the step
 measured there in the same round. Prints the tables (Markdown); --doc also writes them into
 docs/projection.md between its "validation" markers; --fixtures DIR copies the runs of the most
@@ -58,8 +59,14 @@ def busbw(bench_file):
     return row["busbw_gbps"] * row["time_us"] / (tl - latency)
 
 
-def shape(rnd, link):
-    return f"hosts=2,gpus=2,intra=loopback,inter=socket:{busbw(os.path.join(rnd, f'ddpbench-{link}.json')):.6f}GB/s"
+def link_bench(rnd, model, link):
+    """The ddpbench result of the run a projection onto (model, link) is judged against: the link
+    as measured just before that run (scripts/projection-runs.sh)."""
+    return os.path.join(rnd, f"{model}-{link}", "ddpbench-link.json")
+
+
+def shape(rnd, model, link):
+    return f"hosts=2,gpus=2,intra=loopback,inter=socket:{busbw(link_bench(rnd, model, link)):.6f}GB/s"
 
 
 def project(run, targets):
@@ -96,7 +103,7 @@ result = {}
 for model in MODELS:
     for r in rounds:
         for source in SOURCES:
-            out = project(os.path.join(r, f"{model}-{source}"), [shape(r, t) for t in LINKS])
+            out = project(os.path.join(r, f"{model}-{source}"), [shape(r, model, t) for t in LINKS])
             result[(model, source, r)] = (out["measured"]["step_ms"], [t["step_ms"] for t in out["targets"]])
 
 lines = []
@@ -143,13 +150,17 @@ if fixtures:
         for source in SOURCES:
             keep(os.path.join(typical, f"{model}-{source}"), f"{model}-{source}")
 
+def verdict(ok):
+    return "met" if ok else "missed"
+
+
 summary = [
     f"Measured with scripts/projection-runs.sh ({len(rounds)} rounds), tabulated by "
     "scripts/projection-validation.py. Each projection is judged against the run of the same round (this "
-    "machine's speed drifts between rounds: see the spread rows), onto the link as ddpbench measured it in "
-    "that round (bus bandwidth of a Gloo allreduce of 2 MiB over the 2 x 2 ranks, past the latency that its "
-    "times at a few bytes give; medians over the rounds: "
-    + ", ".join(f"{l} {med(busbw(os.path.join(r, f'ddpbench-{l}.json')) for r in rounds):.3g} GB/s" for l in LINKS)
+    "machine's speed drifts between rounds: see the spread rows), onto the link as ddpbench measured it just "
+    "before that run (bus bandwidth of a Gloo allreduce of 2 MiB over the 2 x 2 ranks, past the latency that its "
+    "times at a few bytes give; medians over the rounds and models: "
+    + ", ".join(f"{l} {med(busbw(link_bench(r, m, l)) for r in rounds for m in MODELS):.3g} GB/s" for l in LINKS)
     + ").",
     "",
     f"- across link speeds (2 hosts x 2 ranks onto another link, {len(errors)} projections): median absolute "
@@ -158,6 +169,9 @@ summary = [
     f"- the order of configurations whose measured steps differ by more than 5 %: {right} of {pairs} pairs right",
     f"- 1 host x 2 ranks onto 2 hosts x 2 ranks ({len(one_host)} projections): median absolute error "
     f"{100 * med(one_host):.1f} %, worst {100 * max(one_host):.1f} %",
+    "- targets (judged on the unrounded figures): median across link speeds <= 5 % "
+    f"{verdict(med(errors) <= 0.05)} ({100 * med(errors):.2f} %), worst <= 15 % {verdict(max(errors) <= 0.15)} "
+    f"({100 * max(errors):.2f} %), the order always right {verdict(right == pairs)}",
     "",
 ]
 text = "\n".join(summary + lines).rstrip() + "\n"

@@ -8,9 +8,8 @@ on 2 simulated hosts x 2 ranks with the link between them at several rates, ROUN
 against a run of the same round (the configurations run in turn within a round, minutes apart):
 in each round every run is projected onto every link (2 hosts x 2 ranks, the link at the
 bandwidth ddpbench measured on it just before the run there), and the 1-host run onto every
-2-host link; a
-cell is the median over the rounds of the projected step and of its error against the step
-measured there in the same round. Prints the tables (Markdown); --doc also writes them into
+2-host link; a cell is the median over the rounds of the projected step and of its error against
+the step measured there in the same round. Prints the tables (Markdown); --doc also writes them into
 docs/projection.md between its "validation" markers; --fixtures DIR copies the runs of the most
 typical round (the one whose measured steps lie nearest the medians over the rounds) — their
 run.json, exit records, timings, utilisation samples and ddpbench result — into DIR/<model>-<link>
@@ -149,6 +148,7 @@ if fixtures:
     for model in MODELS:
         for source in SOURCES:
             keep(os.path.join(typical, f"{model}-{source}"), f"{model}-{source}")
+
 
 def verdict(ok):
     return "met" if ok else "missed"

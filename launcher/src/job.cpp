@@ -151,14 +151,7 @@ void Job::writeManifest() {
 void Job::begin() {
   start_ = Clock::now();
   if (s_.profile && logger()->should_log(spdlog::level::info)) {
-    // The ETA needs the step count: the program's --steps, when it has one (train does).
-    std::optional<long long> steps;
-    if (auto text = profiler::commandOption(plan_.program, "--steps")) {
-      char* end = nullptr;
-      const long long n = std::strtoll(text->c_str(), &end, 10);
-      if (end != text->c_str() && *end == '\0' && n > 0) steps = n;
-    }
-    progress_.emplace(plan_.np, steps, progressOut_, ::isatty(STDERR_FILENO) == 1);
+    progress_.emplace(plan_.np, programSteps(plan_.program), progressOut_, ::isatty(STDERR_FILENO) == 1);
     log::setBeforeWrite([this] { progress_->clear(); });  // the live progress line gives way
   }
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

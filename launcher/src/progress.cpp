@@ -1,8 +1,11 @@
 #include "progress.hpp"
 
+#include "ddp/profiler/run.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 namespace ddp::launcher {
@@ -15,6 +18,15 @@ constexpr double kOthersWaitShare = 0.3;  // the others must be seen waiting at 
 constexpr double kLaggardRatio = 0.5;     // ... and the laggard at most half as much as they are
 
 }  // namespace
+
+std::optional<long long> programSteps(const std::vector<std::string>& program) {
+  const auto text = profiler::commandOption(program, "--steps");
+  if (!text) return std::nullopt;
+  char* end = nullptr;
+  const long long n = std::strtoll(text->c_str(), &end, 10);
+  if (end == text->c_str() || *end != '\0' || n <= 0) return std::nullopt;
+  return n;
+}
 
 void ProgressMeter::update(int rank, const StepProgress& where, double t) {
   const long long step = where.step;

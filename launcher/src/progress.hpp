@@ -15,8 +15,12 @@
 #include <ostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ddp::launcher {
+
+// The step count the ETA needs: the program's --steps, when it has one (train does).
+std::optional<long long> programSteps(const std::vector<std::string>& program);
 
 class ProgressMeter {
  public:

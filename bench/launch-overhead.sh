@@ -29,18 +29,18 @@ seconds() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo "failed: 
 export XDG_CACHE_HOME=$work/cache
 "$build/launcher/ddprun" --log-level error --run-dir "$work/warm-up" -np 4 /bin/true >/dev/null 2>&1
 no_plugins=hwloc_gl,hwloc_opencl,hwloc_xml_libxml
+mpirun4() { seconds mpirun -np 4 --oversubscribe --bind-to none "$@"; }  # 4 ranks, as ddprun starts them
 for i in $(seq "$runs"); do
-  m=$(seconds mpirun -np 4 --oversubscribe --bind-to none /bin/true)
+  m=$(mpirun4 /bin/true)
   d=$(seconds "$build/launcher/ddprun" --log-level error --run-dir "$work/run-$i" -np 4 /bin/true)
-  h=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins seconds mpirun -np 4 --oversubscribe --bind-to none /bin/true)
+  h=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins mpirun4 /bin/true)
   c=$(XDG_CACHE_HOME=$work/cold-$i seconds "$build/launcher/ddprun" --log-level error --run-dir "$work/cold-run-$i" \
         -np 4 /bin/true)
   s=$(seconds "$work/solo/ddprun" --log-level error --run-dir "$work/solo-$i" -np 4 /bin/true)
-  f=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins seconds mpirun -np 4 --oversubscribe --bind-to none "$build/bench/spawn_floor" \
-        /bin/true)
+  f=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins mpirun4 "$build/bench/spawn_floor" /bin/true)
   mkdir -p "$work/alone-$i/ranks"
-  a=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins DDPRUN_RUN_DIR=$work/alone-$i seconds mpirun -np 4 --oversubscribe \
-        --bind-to none -x DDPRUN_RUN_DIR "$build/launcher/ddprun-worker" -- /bin/true)
+  a=$(HWLOC_PLUGINS_BLACKLIST=$no_plugins DDPRUN_RUN_DIR=$work/alone-$i mpirun4 -x DDPRUN_RUN_DIR \
+        "$build/launcher/ddprun-worker" -- /bin/true)
   t=$(seconds /usr/bin/python3 -m torch.distributed.run --nproc_per_node 4 --log_dir "$work/torchrun-$i" \
         --redirects 1 --tee 1 "$work/trivial.py")
   echo "{\"run\": $i, \"mpirun_us\": $m, \"ddprun_us\": $d, \"mpirun_no_plugins_us\": $h, \"ddprun_cold_us\": $c, \"ddprun_self_worker_us\": $s, \"spawn_floor_us\": $f, \"worker_alone_us\": $a, \"torchrun_us\": $t}" | tee -a "$results"

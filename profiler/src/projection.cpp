@@ -312,22 +312,17 @@ detail::Transfers communication(Projection& p, const Calibration& cal, const Sha
   // time, or within the link's noise of it), so that the run's own shape gives its transfers.
   const double runSecondsPerBusByte = (cal.linkGbps ? 1.0 / (*cal.linkGbps * 1e9) : 0.0) + cal.hostSecondsPerByte;
   detail::Transfers out;
-  double targetMs = 0, runMs = 0;
   for (double bytes : bucketBytes) {
-    const double there = p.ranks < 2 ? 0.0 : latency + bytes * ringFactor(p.ranks) * secondsPerBusByte * 1000.0;
-    const double here = cal.latencyMs + bytes * ringFactor(source.ranks) * runSecondsPerBusByte * 1000.0;
-    out.hereMs.push_back(here);
-    out.thereMs.push_back(there);
-    targetMs += there, runMs += here;
+    out.thereMs.push_back(p.ranks < 2 ? 0.0 : latency + bytes * ringFactor(p.ranks) * secondsPerBusByte * 1000.0);
+    out.hereMs.push_back(cal.latencyMs + bytes * ringFactor(source.ranks) * runSecondsPerBusByte * 1000.0);
   }
-  out.scale = targetMs / runMs;
   return out;
 }
 
 // Every step replayed on the target, anchored on what the replay on the run's own shape missed.
 void replayOnTarget(Projection& p, const RunProfile& profile, const std::vector<Replayed>& own,
                     const detail::Transfers& transfers) {
-  const double scale = transfers.scale;
+  const double scale = transfers.scale();
   // CPU ranks keep the run's ranks per core; GPU ranks compute alone.
   const CoreGroups groups = isGpu(p.target.device) ? detail::aloneGroups(profile.ranks) : carriedGroups(profile.groups);
   // What the replay missed is in its wait for the network; carried over, it shrinks with the

@@ -272,15 +272,25 @@ CoreGroups carriedGroups(const CoreGroups& run) {
   return out;
 }
 
+namespace {
+double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+}  // namespace
+
+double Transfers::scale() const {
+  const double here = sum(hereMs);
+  return here > 0 ? sum(thereMs) / here : 1.0;
+}
+
 std::vector<double> Transfers::of(const std::vector<double>& measuredMs) const {
   std::vector<double> out(measuredMs.size());
-  if (scale <= 1) {
-    for (size_t b = 0; b < out.size(); ++b) out[b] = measuredMs[b] * scale;
+  const double here = sum(hereMs), added = sum(thereMs) - here;
+  if (added <= 0) {  // a faster target (or the same)
+    const double k = scale();
+    for (size_t b = 0; b < out.size(); ++b) out[b] = measuredMs[b] * k;
     return out;
   }
-  const auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
   for (size_t b = 0; b < out.size(); ++b) out[b] = std::max(0.0, measuredMs[b] + thereMs[b] - hereMs[b]);
-  const double hidden = std::max(0.0, std::min(sum(measuredMs) - sum(hereMs), sum(thereMs) - sum(hereMs)));
+  const double hidden = std::max(0.0, std::min(sum(measuredMs) - here, added));
   const double total = sum(out);
   if (hidden > 0 && total > 0)
     for (auto& t : out) t *= (total - hidden) / total;

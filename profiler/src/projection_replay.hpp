@@ -90,9 +90,10 @@ Replayed replay(const StepProfile& s, double k, const std::vector<double>& trans
 // Summed over the buckets, because the buckets share the link: how a ring's time splits between
 // two buckets in flight together is not the model's.
 struct Transfers {
-  double scale = 1;             // the model's time on the target over on the run's own shape
   std::vector<double> hereMs;   // per bucket, the model on the run's own shape
   std::vector<double> thereMs;  // per bucket, the model on the target
+  // The model's time on the target over on the run's own shape (1 without buckets).
+  double scale() const;
   // The target's transfer of each bucket from the measured ones.
   std::vector<double> of(const std::vector<double>& measuredMs) const;
 };

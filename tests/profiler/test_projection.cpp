@@ -306,24 +306,22 @@ TEST_CASE("a run's transfers carried onto a faster and a slower link", "[project
   detail::Transfers t;
   t.hereMs = {4, 4};
   t.thereMs = {2, 3};
-  t.scale = 5.0 / 8.0;
   // Onto a faster link every transfer shrinks with the model's total.
   CHECK(t.of({4, 6}) == std::vector<double>{2.5, 3.75});
   // Onto a slower one each bucket keeps its measured time plus the model's difference, while the
   // buckets together took no longer than the model on the run's own link ...
   t.thereMs = {30, 10};
-  t.scale = 5;
   CHECK(t.of({3, 5}) == std::vector<double>{29, 11});
   // ... and a longer time than the model's is hidden by the slower link's, up to what that adds:
   // one bucket measured at 6 ms where the model says 4 takes the model's 30 ms there (not 32),
-  const detail::Transfers one{30.0 / 4.0, {4}, {30}};
+  const detail::Transfers one{{4}, {30}};
   CHECK(one.of({6}).at(0) == Approx(30));
   // and onto a link that adds 1 ms, 6 ms (1 of its 2 ms of excess hidden).
-  const detail::Transfers close{5.0 / 4.0, {4}, {5}};
+  const detail::Transfers close{{4}, {5}};
   CHECK(close.of({6}).at(0) == Approx(6));
   // Two buckets in flight together: the excess is their sum's (here 2 ms), taken from both in
   // proportion, however the measured time split between them.
-  const detail::Transfers two{4, {10, 10}, {40, 40}};
+  const detail::Transfers two{{10, 10}, {40, 40}};
   const auto carried = two.of({20, 2});
   CHECK(carried.at(0) + carried.at(1) == Approx(80));
   CHECK(carried.at(0) / carried.at(1) == Approx(50.0 / 32.0));

@@ -6,8 +6,8 @@ RUNS is what scripts/projection-runs.sh wrote: rK/<model>-<link>/ run directorie
 on 2 simulated hosts x 2 ranks with the link between them at several rates, ROUNDS times, and
 1 host x 2 ranks. This machine's speed drifts from minute to minute, so a projection is judged
 against a run of the same round (the configurations run in turn within a round, minutes apart):
-in each round every run is projected onto every link (2 hosts x 2 ranks, the link at the
-bandwidth ddpbench measured on it just before the run there), and the 1-host run onto every
+in each round every run is projected onto every link (2 hosts x 2 ranks, the link as ddpbench
+measured it just before the run there, given as the target's `bench=`), and the 1-host run onto every
 2-host link; a cell is the median over the rounds of the projected step and of its error against
 the step measured there in the same round. Prints the tables (Markdown); --doc also writes them into
 docs/projection.md between its "validation" markers; --fixtures DIR copies the runs of the most
@@ -43,21 +43,6 @@ if not rounds:
     sys.exit(f"projection-validation.py: no rK/ directories in {runs} (run scripts/projection-runs.sh first)")
 
 
-def busbw(bench_file):
-    """The link as ddpbench measured it, as `ddprof project` reads a run's own link
-    (docs/projection.md): the bus bandwidth of its largest allreduce past its latency, the median
-    over the rows of its small sizes of the line through the row and the largest size at 0 bytes."""
-    rows = [r for r in json.load(open(bench_file))["rows"] if r["op"] == "allreduce"]
-    small, large = min(r["bytes"] for r in rows), max(r["bytes"] for r in rows)
-    ts = statistics.median(r["time_us"] for r in rows if r["bytes"] == small)
-    tl = statistics.median(r["time_us"] for r in rows if r["bytes"] == large)
-    smalls = [r for r in rows if r["bytes"] == small or (r["bytes"] != large and r["bytes"] * tl / large <= 0.1 * ts)]
-    latency = statistics.median(
-        min(max(0.0, (r["time_us"] * large - tl * r["bytes"]) / (large - r["bytes"])), r["time_us"]) for r in smalls)
-    row = next(r for r in rows if r["bytes"] == large)
-    return row["busbw_gbps"] * row["time_us"] / (tl - latency)
-
-
 def link_bench(rnd, model, link):
     """The ddpbench result of the run a projection onto (model, link) is judged against: the link
     as measured just before that run (scripts/projection-runs.sh)."""
@@ -65,7 +50,9 @@ def link_bench(rnd, model, link):
 
 
 def shape(rnd, model, link):
-    return f"hosts=2,gpus=2,intra=loopback,inter=socket:{busbw(link_bench(rnd, model, link)):.6f}GB/s"
+    """2 hosts x 2 ranks, the link between them as ddpbench measured it (`bench=`: ddprof reads the
+    link's bandwidth from it, and each bucket's allreduce where its size is off that line)."""
+    return f"hosts=2,gpus=2,intra=loopback,inter=socket,bench={link_bench(rnd, model, link)}"
 
 
 def project(run, targets):
@@ -97,13 +84,15 @@ def pct(x):
 med = statistics.median
 SOURCES = LINKS + ["1host"]
 # Every run of every round projected onto every link of its round: (model, source, round) ->
-# (measured step, [projected step per link]).
-result = {}
+# (measured step, [projected step per link]); (model, link, round) -> the link's bus bandwidth.
+result, link_busbw = {}, {}
 for model in MODELS:
     for r in rounds:
         for source in SOURCES:
             out = project(os.path.join(r, f"{model}-{source}"), [shape(r, model, t) for t in LINKS])
             result[(model, source, r)] = (out["measured"]["step_ms"], [t["step_ms"] for t in out["targets"]])
+            if source in LINKS:  # onto its own link: the bus bandwidth ddprof read from its ddpbench
+                link_busbw[(model, source, r)] = out["targets"][LINKS.index(source)]["busbw_gbps"]
 
 lines = []
 errors, self_errors, one_host, pairs, right = [], [], [], 0, 0
@@ -158,9 +147,10 @@ summary = [
     f"Measured with scripts/projection-runs.sh ({len(rounds)} rounds), tabulated by "
     "scripts/projection-validation.py. Each projection is judged against the run of the same round (this "
     "machine's speed drifts between rounds: see the spread rows), onto the link as ddpbench measured it just "
-    "before that run (bus bandwidth of a Gloo allreduce of 2 MiB over the 2 x 2 ranks, past the latency that its "
-    "times at a few bytes give; medians over the rounds and models: "
-    + ", ".join(f"{l} {med(busbw(link_bench(r, m, l)) for r in rounds for m in MODELS):.3g} GB/s" for l in LINKS)
+    "before that run (its Gloo allreduce over the 2 x 2 ranks from 8 bytes to 2 MiB, given to the target as "
+    "`bench=`; bus bandwidth at 2 MiB past the latency that its times at a few bytes give, medians over the "
+    "rounds and models: "
+    + ", ".join(f"{l} {med(link_busbw[(m, l, r)] for r in rounds for m in MODELS):.3g} GB/s" for l in LINKS)
     + ").",
     "",
     f"- across link speeds (2 hosts x 2 ranks onto another link, {len(errors)} projections): median absolute "

@@ -175,7 +175,8 @@ CLI::App* addProject(CLI::App& app, ProjectCli& project) {
   projectCmd
       ->add_option("--to", project.targets,
                    "A target: an instance name (ecs.gn7-c96g8.24xlarge), a family (gn7e), or a shape "
-                   "hosts=H,gpus=G[,intra=KIND[:BW]][,inter=KIND:BW][,gpu=A100|cpu][,instance=NAME]; repeat for more")
+                   "hosts=H,gpus=G[,intra=KIND[:BW]][,inter=KIND:BW][,gpu=A100|cpu][,instance=NAME][,bench=FILE: the "
+                   "target's allreduce measured there, ddpbench --json or nccl-tests output]; repeat for more")
       ->required();
   projectCmd->add_option(
       "--price", project.prices,

@@ -92,6 +92,9 @@ std::string gbps(double bytesPerS) { return fmt::format("{:.3g} GB/s", bytesPerS
 // ddpbench's sizes whose time is nearly all latency: their bytes take under this share of the
 // smallest size's time at the pace of the largest.
 constexpr double kSmallShare = 0.10;
+// How far one size's time in ddpbench moves from run to run on this project's simulated links: as
+// much as half the latency (docs/projection.md, "Calibration").
+constexpr double kBenchRowNoise = 0.5;
 
 double ringFactor(int ranks) { return ranks < 2 ? 0 : 2.0 * (ranks - 1) / ranks; }
 
@@ -102,10 +105,25 @@ double ringAllreduceMs(double bytes, int ranks, int hosts, double bytesPerS, dou
   return latencyUs / 1000.0 + bytes * ringFactor(ranks) / bytesPerS * 1000.0;
 }
 
-std::optional<BenchFit> fitAllreduceBench(const RunData& run) {
+std::optional<BenchFit> fitAllreduceBench(const RunData& run) { return fitAllreduceBench(allreduceBench(run)); }
+
+std::optional<double> benchAllreduceMs(const std::vector<BenchRow>& rows, double bytes) {
+  std::map<int64_t, std::vector<double>> timesMs;
+  for (const auto& row : rows) timesMs[row.bytes].push_back(row.timeUs / 1000.0);
+  const auto above = timesMs.lower_bound(static_cast<int64_t>(std::ceil(bytes)));
+  if (above == timesMs.end()) return std::nullopt;
+  if (static_cast<double>(above->first) == bytes) return median(above->second);
+  if (above == timesMs.begin()) return std::nullopt;
+  const auto below = std::prev(above);
+  const double b0 = static_cast<double>(below->first), b1 = static_cast<double>(above->first);
+  const double t0 = median(below->second), t1 = median(above->second);
+  return t0 + (bytes - b0) / (b1 - b0) * (t1 - t0);
+}
+
+std::optional<BenchFit> fitAllreduceBench(const std::vector<BenchRow>& rows) {
   std::map<int64_t, std::vector<double>> timesMs;
   double largestBusGB = 0;  // the largest size's bus bytes (busbw x time: the same in each of its rows)
-  for (const auto& row : allreduceBench(run)) {
+  for (const auto& row : rows) {
     timesMs[row.bytes].push_back(row.timeUs / 1000.0);
     if (row.bytes >= timesMs.rbegin()->first) largestBusGB = row.busbwGbps * row.timeUs / 1e6;
   }
@@ -127,6 +145,14 @@ std::optional<BenchFit> fitAllreduceBench(const RunData& run) {
   if (tl <= f.latencyMs) return std::nullopt;
   f.busGbps = largestBusGB / ((tl - f.latencyMs) / 1000.0);
   return f;
+}
+
+std::optional<double> measuredAllreduceMs(const std::vector<BenchRow>& rows, double bytes, int ranks) {
+  const auto fit = fitAllreduceBench(rows);
+  if (!fit) return std::nullopt;
+  const double line = fit->latencyMs + bytes * ringFactor(ranks) / (fit->busGbps * 1e9) * 1000.0;
+  const auto at = benchAllreduceMs(rows, bytes);
+  return at && std::abs(*at - line) > kBenchRowNoise * fit->latencyMs ? *at : line;
 }
 
 namespace {
@@ -275,21 +301,22 @@ void computeRatio(Projection& p, const std::string& runDevice, const ProjectOpti
 // host cost per byte when the target is the same kind of device, the latency of its ring steps.
 // Notes what it used.
 detail::Transfers communication(Projection& p, const Calibration& cal, const Shape& source, bool sameClass,
-                                const std::vector<double>& bucketBytes, std::string& notes) {
+                                const std::vector<double>& bucketBytes, const std::vector<BenchRow>& runBench,
+                                std::string& notes) {
   const auto& t = p.target;
   const double efficiency = isGpu(t.device) ? collectiveModel().gpuLinkEfficiency : 1.0;
   std::optional<double> linkBytesPerS;
   std::vector<std::string> linkNotes;
   for (const auto* link : {t.ranksPerHost > 1 && t.intra ? &*t.intra : nullptr, t.hosts > 1 ? &*t.inter : nullptr}) {
     if (!link || !link->bytesPerS) continue;
-    const double effective = *link->bytesPerS * efficiency;
+    const double effective = *link->bytesPerS * (link->measured ? 1.0 : efficiency);
     if (!linkBytesPerS || effective < *linkBytesPerS) {
       linkBytesPerS = effective;
       p.bottleneck = fmt::format("{} {}", link->kind, gbps(effective));
     }
-    linkNotes.push_back(fmt::format("{} {}{} ({})", link->kind, gbps(*link->bytesPerS),
-                                    efficiency < 1 ? fmt::format(" x {:g} NCCL efficiency", efficiency) : "",
-                                    link->source));
+    linkNotes.push_back(fmt::format(
+        "{} {}{} ({})", link->kind, gbps(*link->bytesPerS),
+        effective < *link->bytesPerS ? fmt::format(" x {:g} NCCL efficiency", efficiency) : "", link->source));
   }
   const double hostSeconds = sameClass ? cal.hostSecondsPerByte : 0.0;
   if (p.ranks > 1 && !linkBytesPerS && hostSeconds <= 0)
@@ -315,6 +342,27 @@ detail::Transfers communication(Projection& p, const Calibration& cal, const Sha
   for (double bytes : bucketBytes) {
     out.thereMs.push_back(p.ranks < 2 ? 0.0 : latency + bytes * ringFactor(p.ranks) * secondsPerBusByte * 1000.0);
     out.hereMs.push_back(cal.latencyMs + bytes * ringFactor(source.ranks) * runSecondsPerBusByte * 1000.0);
+  }
+  // A target measured there (bench=): each bucket as an allreduce of its size took there, and on the
+  // run's own link as its ddpbench took it here, both with the run's host cost. Only where the run's
+  // transfers are split into link and host (its link known: ddpbench's or the catalog's): without,
+  // all of them count as the host's, and added to the target's allreduce, which has its own host
+  // work, they would count twice; its link's bandwidth alone is then taken from the result.
+  if (!t.bench.empty() && p.ranks > 1 && cal.linkGbps) {
+    const auto hereBench = sameClass ? runBench : std::vector<BenchRow>{};
+    for (size_t i = 0; i < bucketBytes.size(); ++i) {
+      const double b = bucketBytes[i];
+      out.thereMs[i] = *measuredAllreduceMs(t.bench, b, p.ranks) + b * ringFactor(p.ranks) * hostSeconds * 1000.0;
+      if (const auto here = measuredAllreduceMs(hereBench, b, source.ranks))
+        out.hereMs[i] = *here + b * ringFactor(source.ranks) * cal.hostSecondsPerByte * 1000.0;
+    }
+    p.busbwGbps = fitAllreduceBench(t.bench)->busGbps;
+    notes += fmt::format("; each bucket's allreduce as measured on the target ({}) at its size", t.benchFile);
+  } else if (!t.bench.empty() && p.ranks > 1) {
+    notes += fmt::format(
+        "; of the allreduce measured on the target ({}) only its bus bandwidth: the run's transfers are not split into "
+        "link and host (no ddpbench of its own link in the run directory)",
+        t.benchFile);
   }
   return out;
 }
@@ -445,8 +493,8 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
                  : profile.groups.shared() ? "the run's sharing of cores undone"
                                            : "");
     std::string notes;
-    const auto transfers =
-        communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device), profile.bucketBytes, notes);
+    const auto transfers = communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device),
+                                         profile.bucketBytes, allreduceBench(run), notes);
     replayOnTarget(p, profile, own, transfers);
     rateAndCost(p, out, prices, options.datasetSize);
     out.assumptions.push_back(fmt::format("{}: {} host(s) x {} rank(s) on {} ({}); compute {}; {}", text, t.hosts,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <regex>
 
@@ -47,6 +48,42 @@ TargetLink parseLink(const std::string& value, const std::string& key, const std
     link.source = "given";
   }
   return link;
+}
+
+// bench=FILE: the allreduce of the target's ranks measured on the target (ddpbench's --json
+// result or nccl-tests' all_reduce_perf output), at two sizes or more; a link between its hosts
+// (within, on one host) without a bandwidth takes its bus bandwidth.
+void loadTargetBench(Target& t, const std::string& file, const std::string& where) {
+  const std::string what = fmt::format("{}: bench={}", where, file);
+  std::vector<std::string> problems;
+  t.benchFile = file;
+  std::ifstream in(file);
+  char first = 0;
+  in >> first;  // ddpbench's JSON, else nccl-tests' text
+  auto rows = first == '{' ? loadBenchFile(file, problems) : detail::ncclTestsRows(file, problems);
+  for (auto& row : rows)
+    if (row.op == "allreduce" && row.timeUs > 0) t.bench.push_back(std::move(row));
+  if (!problems.empty()) {  // "FILE: what": the file is named already
+    const auto& problem = problems.front();
+    throw ConfigError(
+        fmt::format("{}: {}", what, problem.rfind(file + ": ", 0) == 0 ? problem.substr(file.size() + 2) : problem));
+  }
+  const int ranks = t.hosts * t.ranksPerHost;
+  if (!t.bench.empty() && t.bench.front().nranks != ranks)
+    throw ConfigError(
+        fmt::format("{}: measured over {} ranks, the target has {}", what, t.bench.front().nranks, ranks));
+  const auto fit = fitAllreduceBench(t.bench);
+  if (!fit)
+    throw ConfigError(
+        fmt::format("{}: needs allreduce times at two sizes or more, from a few bytes to megabytes "
+                    "(ddpbench --op allreduce -b 8 -e 4M --json FILE, or all_reduce_perf -b 8 -e 4M)",
+                    what));
+  auto& link = t.hosts > 1 ? t.inter : t.intra;
+  if (link && !link->bytesPerS) {
+    link->bytesPerS = fit->busGbps * 1e9;
+    link->source = fmt::format("the bus bandwidth past its latency measured in {}", file);
+    link->measured = true;
+  }
 }
 
 }  // namespace
@@ -106,18 +143,18 @@ Target parseTarget(const std::string& text, int sourceRanks) {
     if (t.ranksPerHost > 1) t.intra = catalogIntra();
     return t;
   }
-  static const std::vector<std::string> keys = {"hosts", "gpus", "ranks", "intra", "inter", "gpu", "instance"};
+  static const std::vector<std::string> keys = {"hosts", "gpus", "ranks", "intra", "inter", "gpu", "instance", "bench"};
   std::map<std::string, std::string> fields;
   for (const auto& item : split(text, ',')) {
     const auto eq = item.find('=');
     const std::string key = lower(item.substr(0, eq));
     if (eq == std::string::npos || eq + 1 == item.size())
-      throw ConfigError(
-          fmt::format("{}: '{}' is not KEY=VALUE (keys: hosts, gpus, intra, inter, gpu, instance)", where, item));
+      throw ConfigError(fmt::format("{}: '{}' is not KEY=VALUE (keys: hosts, gpus, intra, inter, gpu, instance, bench)",
+                                    where, item));
     if (std::find(keys.begin(), keys.end(), key) == keys.end())
       throw ConfigError(
           fmt::format("{}: unknown field '{}' (did you mean {}? known: hosts, gpus (or ranks), intra, "
-                      "inter, gpu, instance)",
+                      "inter, gpu, instance, bench)",
                       where, key, nearestName(key, keys)));
     const std::string name = key == "ranks" ? "gpus" : key;
     if (!fields.emplace(name, item.substr(eq + 1)).second)
@@ -147,6 +184,7 @@ Target parseTarget(const std::string& text, int sourceRanks) {
     t.inter = parseLink(fields["inter"], "inter", where);
   else if (t.hosts > 1)
     throw ConfigError(fmt::format("{} has no inter=KIND:BANDWIDTH (the link between hosts, e.g. erdma:25gbit)", where));
+  if (fields.count("bench")) loadTargetBench(t, fields["bench"], where);
   return t;
 }
 

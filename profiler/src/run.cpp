@@ -117,12 +117,15 @@ AttemptSteps summarise(int attempt, const TimingsByRank& timings) {
   return out;
 }
 
-void loadBench(const std::string& file, RunData& run) {
-  auto object = readJsonFile(file, run.problems);
-  if (!object) return;
+}  // namespace
+
+std::vector<BenchRow> loadBenchFile(const std::string& file, std::vector<std::string>& problems) {
+  std::vector<BenchRow> rows;
+  auto object = readJsonFile(file, problems);
+  if (!object) return rows;
   if (!object->is_object() || !object->contains("rows") || !(*object)["rows"].is_array()) {
-    run.problems.push_back(fmt::format("{}: not a ddpbench --json result (no \"rows\")", file));
-    return;
+    problems.push_back(fmt::format("{}: not a ddpbench --json result (no \"rows\")", file));
+    return rows;
   }
   const std::string backend = object->value("backend", "");
   const int nranks = object->value("nranks", 0);
@@ -136,8 +139,15 @@ void loadBench(const std::string& file, RunData& run) {
     b.timeUs = row.value("time_us", 0.0);
     b.algbwGbps = row.value("algbw_gbps", 0.0);
     b.busbwGbps = row.value("busbw_gbps", 0.0);
-    run.bench.push_back(b);
+    rows.push_back(b);
   }
+  return rows;
+}
+
+namespace {
+
+void loadBench(const std::string& file, RunData& run) {
+  for (auto& row : loadBenchFile(file, run.problems)) run.bench.push_back(std::move(row));
 }
 
 void loadSource(const std::string& file, RunData& run) {

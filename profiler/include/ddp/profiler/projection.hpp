@@ -19,7 +19,8 @@ namespace ddp::profiler {
 struct TargetLink {
   std::string kind;
   std::optional<double> bytesPerS;
-  std::string source;  // where the bandwidth comes from: "given", the catalog entry's source
+  std::string source;     // where the bandwidth comes from: "given", the catalog entry's source
+  bool measured = false;  // the bus bandwidth of an allreduce measured on the target (bench=)
 };
 
 // What to project onto: an instance name or family, or an explicit shape
@@ -29,8 +30,10 @@ struct Target {
   std::optional<Instance> instance;
   int hosts = 1, ranksPerHost = 1;
   std::optional<TargetLink> intra, inter;
-  std::string device;       // a catalog GPU ("NVIDIA A100"), "cpu", or "" for the source's own
-  std::string deviceWhere;  // how the device was chosen
+  std::string device;           // a catalog GPU ("NVIDIA A100"), "cpu", or "" for the source's own
+  std::string deviceWhere;      // how the device was chosen
+  std::string benchFile;        // bench=FILE: the allreduce measured on the target (ddpbench, nccl-tests)
+  std::vector<BenchRow> bench;  // its allreduce rows
 };
 
 // Parses a target; `sourceRanks` is the ranks a bare family gets (the measured run's). Throws
@@ -59,7 +62,17 @@ struct BenchFit {
   double latencyMs = 0, busGbps = 0;
   int64_t smallest = 0, largest = 0;
 };
+std::optional<BenchFit> fitAllreduceBench(const std::vector<BenchRow>& rows);
 std::optional<BenchFit> fitAllreduceBench(const RunData& run);
+// The time of an allreduce of `bytes` as measured (ddpbench's rows, or nccl-tests'; ms): its
+// rows' median at each size, linear between the two sizes around `bytes`; none outside the sizes
+// it measured.
+std::optional<double> benchAllreduceMs(const std::vector<BenchRow>& rows, double bytes);
+// An allreduce of `bytes` over `ranks` on a measured link (ms): its fit's latency and link,
+// or its own time at that size where that is off the fit by more than half the latency (how far one
+// size moves between runs): a burst allowance carries sizes that fit in it faster than the link's
+// rate. None when the rows have no fit.
+std::optional<double> measuredAllreduceMs(const std::vector<BenchRow>& rows, double bytes, int ranks);
 
 struct ProjectOptions {
   std::vector<std::string> targets;                    // as given to --to

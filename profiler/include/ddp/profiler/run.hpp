@@ -57,6 +57,9 @@ struct RunData {
 // Throws ConfigError when dir is not a directory or holds none of the run files.
 RunData loadRun(const std::string& dir);
 
+// The rows of a ddpbench --json result; "FILE: what" in `problems` for a file that is not one.
+std::vector<BenchRow> loadBenchFile(const std::string& file, std::vector<std::string>& problems);
+
 // ddpbench's allreduce rows in the run directory: those of the run's own --backend when there are
 // some (main-job.sh leaves an mpi and a gloo sweep beside a run of one of them), else all.
 std::vector<BenchRow> allreduceBench(const RunData& run);

@@ -7,8 +7,8 @@ on 2 simulated hosts x 2 ranks with the link between them at several rates, ROUN
 1 host x 2 ranks. This machine's speed drifts from minute to minute, so a projection is judged
 against a run of the same round (the configurations run in turn within a round, minutes apart):
 in each round every run is projected onto every link (2 hosts x 2 ranks, the link as ddpbench
-measured it just before the run there, given as the target's `bench=`), and the 1-host run onto every
-2-host link; a cell is the median over the rounds of the projected step and of its error against
+measured it just before the run there, given as the target's `bench=`), and the 1-host run onto
+every 2-host link; a cell is the median over the rounds of the projected step and of its error against
 the step measured there in the same round. Prints the tables (Markdown); --doc also writes them into
 docs/projection.md between its "validation" markers; --fixtures DIR copies the runs of the most
 typical round (the one whose measured steps lie nearest the medians over the rounds) — their

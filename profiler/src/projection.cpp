@@ -330,10 +330,11 @@ detail::Transfers communication(Projection& p, const Calibration& cal, const Sha
   const Shape shape{p.ranks, t.hosts, t.intra ? t.intra->kind : source.intraKind,
                     t.inter ? t.inter->kind : source.interKind};
   const double latency = (sameClass ? cal.latencyScale : 1.0) * latencyMs(shape);
+  const std::string links = fmt::format(
+      "links {}{}", linkNotes.empty() ? std::string("none modelled") : fmt::format("{}", fmt::join(linkNotes, ", ")),
+      hostSeconds > 0 ? fmt::format(" + the run's host cost {:.3g} ns per bus byte", hostSeconds * 1e9) : "");
   notes = fmt::format(
-      "links {}{}; latency {:.3f} ms per allreduce{}",
-      linkNotes.empty() ? std::string("none modelled") : fmt::format("{}", fmt::join(linkNotes, ", ")),
-      hostSeconds > 0 ? fmt::format(" + the run's host cost {:.3g} ns per bus byte", hostSeconds * 1e9) : "", latency,
+      "{}; latency {:.3f} ms per allreduce{}", links, latency,
       sameClass && cal.latencyFitted ? fmt::format(" (catalog x {:.3g}, fitted from the run)", cal.latencyScale) : "");
   // The model on the target and on the run's own shape (its link and host cost: the measured
   // time, or within the link's noise of it), so that the run's own shape gives its transfers.
@@ -356,8 +357,12 @@ detail::Transfers communication(Projection& p, const Calibration& cal, const Sha
       if (const auto here = measuredAllreduceMs(hereBench, b, source.ranks))
         out.hereMs[i] = *here + b * ringFactor(source.ranks) * cal.hostSecondsPerByte * 1000.0;
     }
-    p.busbwGbps = fitAllreduceBench(t.bench)->busGbps;
-    notes += fmt::format("; each bucket's allreduce as measured on the target ({}) at its size", t.benchFile);
+    const auto fit = fitAllreduceBench(t.bench);
+    p.busbwGbps = fit->busGbps;
+    notes = fmt::format(
+        "{}; each bucket's allreduce as measured on the target ({}: {:.3f} ms latency, {:.3g} GB/s bus bandwidth "
+        "past it) at its size",
+        links, t.benchFile, fit->latencyMs, fit->busGbps);
   } else if (!t.bench.empty() && p.ranks > 1) {
     notes += fmt::format(
         "; of the allreduce measured on the target ({}) only its bus bandwidth: the run's transfers are not split into "

@@ -210,6 +210,13 @@ TEST_CASE("a target measured with nccl-tests: all_reduce_perf's table as its all
       CHECK(fit->busGbps == Approx(100).epsilon(0.01));
       CHECK(*t.intra->bytesPerS == Approx(100e9).epsilon(0.01));  // nvlink without a bandwidth: the measured one
     }
+  // Projected onto it, each bucket's allreduce is the measured one, and the assumptions say so.
+  ProjectOptions o;
+  o.targets = {"hosts=1,gpus=8,intra=nvlink,gpu=A100,bench=" + file};
+  const auto projected = projectRun(loadRun(kRuns + "mlp-unlimited"), o);
+  CHECK(projected.targets.at(0).busbwGbps == Approx(100).epsilon(0.01));
+  CHECK_THAT(projected.assumptions.back(),
+             Contains("measured on the target (" + file + ": 0.020 ms latency, 100 GB/s"));
   std::ofstream(file) << allReducePerf(false, true, 0.875);  // all_gather_perf's factor, (n-1)/n
   CHECK_THROWS_WITH(parseTarget("hosts=1,gpus=8,intra=nvlink,bench=" + file, 8), Contains("not an allreduce's table"));
   std::ofstream(file) << "NCCL INFO only\n";

@@ -2,6 +2,7 @@
 
 #include "ddp/common/error.hpp"
 #include "html.hpp"
+#include "text.hpp"
 
 #include "ddp/common/run_layout.hpp"
 #include "ddp/common/text.hpp"
@@ -176,17 +177,10 @@ json summaryJson(const RunSummary& s) {
 }  // namespace
 
 double parsePositive(const std::string& text, const std::string& option) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(value))
-    throw ConfigError(fmt::format("{} '{}' is not a number", option, text));
-  if (value <= 0) throw ConfigError(fmt::format("{} {} must be greater than 0", option, text));
-  return value;
+  const auto value = detail::number(text);
+  if (!value) throw ConfigError(fmt::format("{} '{}' is not a number", option, text));
+  if (*value <= 0) throw ConfigError(fmt::format("{} {} must be greater than 0", option, text));
+  return *value;
 }
 
 Comparison compareRuns(const RunData& a, const RunData& b, const CompareOptions& options) {

@@ -7,23 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <optional>
 #include <sstream>
 
 namespace ddp::profiler::detail {
-namespace {
-
-std::optional<double> number(const std::string& text) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::vector<BenchRow> ncclTestsRows(const std::string& file, std::vector<std::string>& problems) {
   std::ifstream in(file);

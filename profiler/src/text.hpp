@@ -3,6 +3,9 @@
 // of a gigabyte log, where a call to memcmp costs more than the loop).
 
 #include <cctype>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -26,6 +29,17 @@ inline bool startsWith(std::string_view s, std::string_view p) {
 inline bool equal(std::string_view a, std::string_view b) { return a.size() == b.size() && startsWith(a, b); }
 
 inline bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+// The whole of `text` as a finite number, if it is one.
+inline std::optional<double> number(const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
 
 inline std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

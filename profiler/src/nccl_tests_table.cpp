@@ -28,13 +28,14 @@ std::vector<BenchRow> ncclTestsRows(const std::string& file, std::vector<std::st
     if (f.size() > 2 && f[0] == "#" && f[1] == "size") root = std::find(f.begin(), f.end(), "root") != f.end();
     // size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong; lines of other
     // output (NCCL INFO lines interleaved) do not start with a number.
-    if (!root || f.empty() || !number(f[0])) continue;
+    const auto bytes = f.empty() ? std::nullopt : number(f[0]);
+    if (!root || !bytes) continue;
     const size_t first = *root ? 5 : 4;
     for (size_t at = first; at + 2 < f.size() && at <= first + 4; at += 4) {
       const auto time = number(f[at]), alg = number(f[at + 1]), bus = number(f[at + 2]);
       if (!time || !alg || !bus || *time <= 0) continue;
       BenchRow r;
-      r.backend = "nccl", r.op = "allreduce", r.bytes = static_cast<int64_t>(*number(f[0]));
+      r.backend = "nccl", r.op = "allreduce", r.bytes = static_cast<int64_t>(*bytes);
       r.timeUs = *time, r.algbwGbps = *alg, r.busbwGbps = *bus;
       rows.push_back(r);
     }

@@ -105,11 +105,21 @@ double ringAllreduceMs(double bytes, int ranks, int hosts, double bytesPerS, dou
   return latencyUs / 1000.0 + bytes * ringFactor(ranks) / bytesPerS * 1000.0;
 }
 
+namespace {
+
+// Each size's times (ms) in ddpbench's rows.
+std::map<int64_t, std::vector<double>> timesBySize(const std::vector<BenchRow>& rows) {
+  std::map<int64_t, std::vector<double>> timesMs;
+  for (const auto& row : rows) timesMs[row.bytes].push_back(row.timeUs / 1000.0);
+  return timesMs;
+}
+
+}  // namespace
+
 std::optional<BenchFit> fitAllreduceBench(const RunData& run) { return fitAllreduceBench(allreduceBench(run)); }
 
 std::optional<double> benchAllreduceMs(const std::vector<BenchRow>& rows, double bytes) {
-  std::map<int64_t, std::vector<double>> timesMs;
-  for (const auto& row : rows) timesMs[row.bytes].push_back(row.timeUs / 1000.0);
+  const auto timesMs = timesBySize(rows);
   const auto above = timesMs.lower_bound(static_cast<int64_t>(std::ceil(bytes)));
   if (above == timesMs.end()) return std::nullopt;
   if (static_cast<double>(above->first) == bytes) return median(above->second);
@@ -121,15 +131,13 @@ std::optional<double> benchAllreduceMs(const std::vector<BenchRow>& rows, double
 }
 
 std::optional<BenchFit> fitAllreduceBench(const std::vector<BenchRow>& rows) {
-  std::map<int64_t, std::vector<double>> timesMs;
-  double largestBusGB = 0;  // the largest size's bus bytes (busbw x time: the same in each of its rows)
-  for (const auto& row : rows) {
-    timesMs[row.bytes].push_back(row.timeUs / 1000.0);
-    if (row.bytes >= timesMs.rbegin()->first) largestBusGB = row.busbwGbps * row.timeUs / 1e6;
-  }
+  const auto timesMs = timesBySize(rows);
   if (timesMs.size() < 2 || timesMs.rbegin()->first < 2 * timesMs.begin()->first) return std::nullopt;
   BenchFit f;
   f.smallest = timesMs.begin()->first, f.largest = timesMs.rbegin()->first;
+  double largestBusGB = 0;  // the largest size's bus bytes (busbw x time: the same in each of its rows)
+  for (const auto& row : rows)
+    if (row.bytes == f.largest) largestBusGB = row.busbwGbps * row.timeUs / 1e6;
   const double bl = static_cast<double>(f.largest), tl = median(timesMs.rbegin()->second);
   const double smallestMs = median(timesMs.begin()->second);
   // Each row of a small size (its bytes at the largest's pace under 10 % of the smallest's time,
@@ -350,12 +358,11 @@ detail::Transfers communication(Projection& p, const Calibration& cal, const Sha
   // all of them count as the host's, and added to the target's allreduce, which has its own host
   // work, they would count twice; its link's bandwidth alone is then taken from the result.
   if (!t.bench.empty() && p.ranks > 1 && cal.linkGbps) {
-    const auto hereBench = sameClass ? runBench : std::vector<BenchRow>{};
     for (size_t i = 0; i < bucketBytes.size(); ++i) {
       const double b = bucketBytes[i];
       out.thereMs[i] = *measuredAllreduceMs(t.bench, b, p.ranks) + b * ringFactor(p.ranks) * hostSeconds * 1000.0;
-      if (const auto here = measuredAllreduceMs(hereBench, b, source.ranks))
-        out.hereMs[i] = *here + b * ringFactor(source.ranks) * cal.hostSecondsPerByte * 1000.0;
+      const auto here = sameClass ? measuredAllreduceMs(runBench, b, source.ranks) : std::nullopt;
+      if (here) out.hereMs[i] = *here + b * ringFactor(source.ranks) * cal.hostSecondsPerByte * 1000.0;
     }
     const auto fit = fitAllreduceBench(t.bench);
     p.busbwGbps = fit->busGbps;
@@ -479,6 +486,7 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
   out.assumptions = runAssumptions(out.calibration);
   if (profile.groups.shared()) out.assumptions.push_back(detail::sharingAssumption(profile.groups));
   const std::map<std::string, double> prices(options.prices.begin(), options.prices.end());
+  const auto runBench = allreduceBench(run);  // the run's own link as ddpbench measured it
   if (auto it = prices.find("run"); it != prices.end()) {
     out.pricePerHour = it->second;
     out.costPerHour = it->second * out.hosts;
@@ -499,7 +507,7 @@ ProjectionReport projectRun(const RunData& run, const ProjectOptions& options) {
                                            : "");
     std::string notes;
     const auto transfers = communication(p, out.calibration, source, isGpu(t.device) == isGpu(out.device),
-                                         profile.bucketBytes, allreduceBench(run), notes);
+                                         profile.bucketBytes, runBench, notes);
     replayOnTarget(p, profile, own, transfers);
     rateAndCost(p, out, prices, options.datasetSize);
     out.assumptions.push_back(fmt::format("{}: {} host(s) x {} rank(s) on {} ({}); compute {}; {}", text, t.hosts,

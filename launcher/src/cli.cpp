@@ -5,6 +5,8 @@
 #include "ddp/common/run_layout.hpp"
 #include "ddp/config.hpp"
 #include "ddp/launcher/worker.hpp"
+#include "io.hpp"
+#include "probe.hpp"
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -207,7 +209,8 @@ Command parseCommandLine(const std::vector<std::string>& args, std::ostream& out
 int ddprunMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& progress) {
   const auto command = parseCommandLine(args, out);
   if (const auto* printed = std::get_if<PrintedCommand>(&command)) return printed->exitCode;
-  if (const auto* worker = std::get_if<WorkerCommand>(&command)) return runWorker(worker->program);
+  if (const auto* worker = std::get_if<WorkerCommand>(&command))
+    return runWorker(worker->program, WorkerLibraries{&probe::openGpu, &io::resolveIpv4});
   if (const auto* doctor = std::get_if<DoctorOptions>(&command)) {
     try {
       return runDoctor(*doctor, out);

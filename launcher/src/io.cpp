@@ -6,7 +6,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -133,29 +132,29 @@ std::string bindError(int port) {
   return why;
 }
 
-int connectTcp(const std::string& host, int port, double timeoutS, std::string& why) {
+int connectTcp(const std::string& host, int port, double timeoutS, std::string& why, Resolver resolve) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutS);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  const bool numeric = ::inet_pton(AF_INET, host.c_str(), &sa.sin_addr) == 1;  // no resolver round trip
+  if (!numeric && !resolve) {
+    why = fmt::format("cannot resolve {}: this binary has no name service", host);
+    return -1;
+  }
   for (int attempt = 0;; ++attempt) {
-    addrinfo hints{};
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    in_addr numeric{};
-    if (::inet_pton(AF_INET, host.c_str(), &numeric) == 1) hints.ai_flags = AI_NUMERICHOST;  // no resolver round trip
-    addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-    if (rc != 0) {
-      why = fmt::format("cannot resolve {}: {}", host, ::gai_strerror(rc));
+    std::string unresolved;
+    if (!numeric && !resolve(host, sa.sin_addr, unresolved)) {
+      why = fmt::format("cannot resolve {}: {}", host, unresolved);
     } else {
       int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      if (fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
-        ::freeaddrinfo(res);
+      if (fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0) {
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         return fd;
       }
       why = fmt::format("connecting to {}:{}: {}", host, port, std::strerror(errno));
       if (fd >= 0) ::close(fd);
-      ::freeaddrinfo(res);
     }
     if (std::chrono::steady_clock::now() >= deadline) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::min(200, 10 << std::min(attempt, 4))));

@@ -2,6 +2,8 @@
 // Plumbing shared by the supervisor and the worker: signals as bytes on a pipe (so one poll()
 // loop sees signals, sockets and pipes), line framing, TCP helpers and the wall clock.
 
+#include <netinet/in.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,8 +48,15 @@ bool writeAll(int fd, const std::string& data);
 int listenTcp(const std::string& address, int& port);
 // Why 0.0.0.0:port cannot be bound ("Address already in use"), or "" when it can.
 std::string bindError(int port);
-// Connects to host:port (resolving host), retrying until timeoutS; -1 on failure with why set.
-int connectTcp(const std::string& host, int port, double timeoutS, std::string& why);
+// A host name's IPv4 address through the system's name service (getaddrinfo); false with why
+// (the resolver's text).
+// Defined in an object file of its own (names.cpp), so that ddprun-worker, linked static, does
+// not link glibc's name service (docs/launcher.md, "The binaries").
+bool resolveIpv4(const std::string& host, in_addr& address, std::string& why);
+using Resolver = bool (*)(const std::string& host, in_addr& address, std::string& why);
+// Connects to host:port, retrying until timeoutS; -1 on failure with why set. A numeric host
+// needs no resolver; a name is resolved by `resolve`, and fails at once without one.
+int connectTcp(const std::string& host, int port, double timeoutS, std::string& why, Resolver resolve);
 
 std::string hostname();
 // The CPUs this process may run on (its affinity), at least 1.

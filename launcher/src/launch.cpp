@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -100,13 +99,10 @@ PlanContext gatherContext(LaunchOptions& o) {
 void checkResolvable(const LaunchPlan& plan, const std::string& localHost, const std::string& source) {
   for (const auto& h : plan.hosts) {
     if (h.host == "localhost" || h.host == localHost) continue;
-    addrinfo hints{};
-    hints.ai_family = AF_INET;
-    addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(h.host.c_str(), nullptr, &hints, &res);
-    if (rc != 0)
-      throw ConfigError(fmt::format("host '{}' (from {}): cannot be resolved: {}", h.host, source, ::gai_strerror(rc)));
-    ::freeaddrinfo(res);
+    in_addr address{};
+    std::string why;
+    if (!io::resolveIpv4(h.host, address, why))
+      throw ConfigError(fmt::format("host '{}' (from {}): cannot be resolved: {}", h.host, source, why));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 
@@ -83,6 +84,28 @@ std::optional<CudaInfo> cuda() {
   return info;
 }
 
+namespace {
+
+class GpuSampler {
+ public:
+  explicit GpuSampler(unsigned device);  // NVML's device index
+  ~GpuSampler();
+  GpuSampler(const GpuSampler&) = delete;
+  GpuSampler& operator=(const GpuSampler&) = delete;
+  bool available() const { return device_ != nullptr; }
+  std::optional<GpuSample> sample() const;
+
+ private:
+  void* device_ = nullptr;
+  int (*shutdown_)() = nullptr;
+  int (*utilisation_)(void*, unsigned*) = nullptr;         // nvmlDeviceGetUtilizationRates (2 unsigned)
+  int (*memory_)(void*, unsigned long long*) = nullptr;    // nvmlDeviceGetMemoryInfo (total, free, used)
+  int (*clock_)(void*, int, unsigned*) = nullptr;          // nvmlDeviceGetClockInfo (MHz)
+  int (*maxClock_)(void*, int, unsigned*) = nullptr;       // nvmlDeviceGetMaxClockInfo (MHz)
+  int (*power_)(void*, unsigned*) = nullptr;               // nvmlDeviceGetPowerUsage (mW)
+  int (*throttle_)(void*, unsigned long long*) = nullptr;  // nvmlDeviceGetCurrentClocksThrottleReasons
+};
+
 GpuSampler::GpuSampler(unsigned device) {
   void* h = openFirst({"libnvidia-ml.so.1"});
   if (!h) return;
@@ -120,6 +143,14 @@ std::optional<GpuSample> GpuSampler::sample() const {
   unsigned long long reasons = 0;
   if (throttle_ && throttle_(device_, &reasons) == 0) s.throttleReasons = throttleReasonNames(reasons);
   return s;
+}
+
+}  // namespace
+
+GpuReader openGpu(unsigned device) {
+  auto sampler = std::make_shared<GpuSampler>(device);
+  if (!sampler->available()) return {};
+  return [sampler] { return sampler->sample(); };
 }
 
 std::vector<std::string> throttleReasonNames(unsigned long long mask) {

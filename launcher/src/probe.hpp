@@ -2,6 +2,7 @@
 // What is installed on this host, found without linking it: versions for run.json and the
 // checks of `ddprun doctor`. Each probe is quick and never throws; nullopt means "not found".
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,25 +40,10 @@ struct GpuSample {
 // sw_thermal, hw_thermal, hw_power_brake, applications_clocks, sync_boost, display_clocks.
 std::vector<std::string> throttleReasonNames(unsigned long long mask);
 
-class GpuSampler {
- public:
-  explicit GpuSampler(unsigned device);  // NVML's device index
-  ~GpuSampler();
-  GpuSampler(const GpuSampler&) = delete;
-  GpuSampler& operator=(const GpuSampler&) = delete;
-  bool available() const { return device_ != nullptr; }
-  std::optional<GpuSample> sample() const;
-
- private:
-  void* device_ = nullptr;
-  int (*shutdown_)() = nullptr;
-  int (*utilisation_)(void*, unsigned*) = nullptr;         // nvmlDeviceGetUtilizationRates (2 unsigned)
-  int (*memory_)(void*, unsigned long long*) = nullptr;    // nvmlDeviceGetMemoryInfo (total, free, used)
-  int (*clock_)(void*, int, unsigned*) = nullptr;          // nvmlDeviceGetClockInfo (MHz)
-  int (*maxClock_)(void*, int, unsigned*) = nullptr;       // nvmlDeviceGetMaxClockInfo (MHz)
-  int (*power_)(void*, unsigned*) = nullptr;               // nvmlDeviceGetPowerUsage (mW)
-  int (*throttle_)(void*, unsigned long long*) = nullptr;  // nvmlDeviceGetCurrentClocksThrottleReasons
-};
+// One GPU's sample, read through NVML; an empty reader where NVML or the device is not there.
+using GpuReader = std::function<std::optional<GpuSample>()>;
+// NVML (dlopen of libnvidia-ml.so.1) for NVML's device index `device`, loaded while the reader lives.
+GpuReader openGpu(unsigned device);
 
 // LibTorch: its version (TorchConfigVersion.cmake) and whether libtorch_cuda is beside it.
 struct TorchInfo {

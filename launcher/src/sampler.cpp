@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace ddp::launcher {
 namespace {
@@ -64,16 +65,12 @@ GroupUsage groupUsage(const std::vector<procfs::ProcStat>& processes, int pgid) 
   return usage;
 }
 
-UtilSampler::UtilSampler(const std::string& path, int rank, std::optional<unsigned> gpu,
+UtilSampler::UtilSampler(const std::string& path, int rank, std::optional<GpuSource> gpu,
                          std::chrono::milliseconds interval, const std::string& runDir)
-    : rank_(rank), gpuIndex_(gpu), interval_(interval) {
+    : rank_(rank), gpu_(std::move(gpu)), interval_(interval) {
   if (!runDir.empty()) jobMark_ = fmt::format("{}={}", env::kRunDir, runDir);
   file_ = std::fopen(path.c_str(), "w");
   if (!file_) throw ConfigError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
-  if (gpu) {
-    gpu_ = std::make_unique<probe::GpuSampler>(*gpu);
-    if (!gpu_->available()) gpu_.reset();
-  }
 }
 
 UtilSampler::~UtilSampler() {
@@ -105,10 +102,10 @@ std::vector<OtherProcess> UtilSampler::others(const std::vector<procfs::ProcStat
 }
 
 void UtilSampler::addGpu(UtilSample& s) const {
-  if (!gpu_) return;
-  auto g = gpu_->sample();
+  if (!gpu_ || !gpu_->read) return;
+  auto g = gpu_->read();
   if (!g) return;
-  s.gpu = *gpuIndex_;
+  s.gpu = gpu_->index;
   s.gpuUtilPct = g->gpuUtilPct;
   s.gpuMemUtilPct = g->memUtilPct;
   s.gpuMemUsedMib = static_cast<double>(g->memUsedMiB);

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,12 +26,18 @@ struct GroupUsage {
 };
 GroupUsage groupUsage(const std::vector<procfs::ProcStat>& processes, int pgid);
 
+// This rank's GPU: its NVML index and its reader (probe::openGpu).
+struct GpuSource {
+  unsigned index = 0;
+  probe::GpuReader read;
+};
+
 class UtilSampler {
  public:
-  // gpu: the NVML index of this rank's GPU, if it has one. runDir: the run's directory, whose
-  // processes (DDPRUN_RUN_DIR in their environment) are the job's, not "others". Throws
-  // ConfigError when the file cannot be created.
-  UtilSampler(const std::string& path, int rank, std::optional<unsigned> gpu, std::chrono::milliseconds interval,
+  // gpu: this rank's GPU, if it has one. runDir: the run's directory, whose processes
+  // (DDPRUN_RUN_DIR in their environment) are the job's, not "others". Throws ConfigError when
+  // the file cannot be created.
+  UtilSampler(const std::string& path, int rank, std::optional<GpuSource> gpu, std::chrono::milliseconds interval,
               const std::string& runDir = "");
   ~UtilSampler();
   UtilSampler(const UtilSampler&) = delete;
@@ -54,8 +59,7 @@ class UtilSampler {
 
   std::FILE* file_ = nullptr;
   int rank_;
-  std::optional<unsigned> gpuIndex_;
-  std::unique_ptr<probe::GpuSampler> gpu_;
+  std::optional<GpuSource> gpu_;
   std::chrono::milliseconds interval_;
   std::string jobMark_;        // "DDPRUN_RUN_DIR=<run dir>"
   std::map<int, bool> isJob_;  // pid -> a process of this run

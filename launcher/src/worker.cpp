@@ -118,11 +118,11 @@ class ControlLink {
   bool connected() const { return fd_ >= 0; }
   int fd() const { return fd_; }
 
-  void connect(const std::string& address, const WorkerConfig& c) {
+  void connect(const std::string& address, const WorkerConfig& c, io::Resolver resolve) {
     const auto colon = address.rfind(':');
     std::string why = fmt::format("malformed {} '{}'", env::kControl, address);
     if (colon != std::string::npos)
-      fd_ = io::connectTcp(address.substr(0, colon), std::atoi(address.c_str() + colon + 1), 30, why);
+      fd_ = io::connectTcp(address.substr(0, colon), std::atoi(address.c_str() + colon + 1), 30, why, resolve);
     if (fd_ < 0) throw Error(fmt::format("rank {} on {}: cannot reach ddprun: {}", c.id.rank, c.host, why));
     send(control::Hello{c.token.value_or("-"), c.id.rank, ::getpid(), c.host});
   }
@@ -279,18 +279,20 @@ int openRankLog(const WorkerConfig& c) {
 
 // The utilisation sampler of a profiled run, with this rank's GPU (the first it may see).
 std::unique_ptr<UtilSampler> makeSampler(const WorkerConfig& c, const std::map<std::string, std::string>& programEnv,
-                                         int gpus, Relay& relay) {
+                                         int gpus, const WorkerLibraries& libraries, Relay& relay) {
   if (!c.sampleMs || !c.layout) return nullptr;
-  std::optional<unsigned> gpu;
+  std::optional<GpuSource> gpu;
   auto visible = programEnv.find(std::string(env::kCudaVisibleDevices));
   const std::string devices = visible != programEnv.end()
                                   ? visible->second
                                   : Environment::fromProcess().get(env::kCudaVisibleDevices).value_or("");
-  if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && gpus > 0)
-    gpu = static_cast<unsigned>(std::atoi(devices.c_str()));
+  if (!devices.empty() && std::isdigit(static_cast<unsigned char>(devices[0])) && gpus > 0 && libraries.openGpu) {
+    const auto index = static_cast<unsigned>(std::atoi(devices.c_str()));
+    if (auto read = libraries.openGpu(index)) gpu = GpuSource{index, std::move(read)};
+  }
   try {
     makeDirectories(c.layout->utilDir(), "utilisation directory");
-    return std::make_unique<UtilSampler>(c.layout->utilisation(c.id.rank), c.id.rank, gpu,
+    return std::make_unique<UtilSampler>(c.layout->utilisation(c.id.rank), c.id.rank, std::move(gpu),
                                          std::chrono::milliseconds(*c.sampleMs), c.layout->root());
   } catch (const std::exception& e) {
     relay.note(std::string("utilisation sampling off: ") + e.what());
@@ -522,11 +524,14 @@ int countGpus() {
   return count;
 }
 
-int runWorker(const std::vector<std::string>& program) {
+int runWorker(const std::vector<std::string>& program, const WorkerLibraries& libraries) {
   if (program.empty()) throw ConfigError("worker: no program (ddprun worker -- PROGRAM [ARGS...])");
   const auto environment = Environment::fromProcess();
   const WorkerConfig c = readConfig(environment);
   log::setPrefix(fmt::format("[{}:{}]", c.host, c.id.rank));
+  const int gpus = countGpus();
+  if (auto missing = missingLibrary(c.control, c.sampleMs && c.layout && gpus > 0, libraries); !missing.empty())
+    handOver(program, missing);
   io::SignalPipe signals({SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD});
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -539,7 +544,7 @@ int runWorker(const std::vector<std::string>& program) {
   ControlLink link;
   control::Start start{c.id.nodeRank.value_or(0), 1};
   if (c.control) {
-    link.connect(*c.control, c);
+    link.connect(*c.control, c, libraries.resolve);
     auto started = awaitStart(link, signals);
     if (!started) {
       record.stopRequested = true;
@@ -549,7 +554,6 @@ int runWorker(const std::vector<std::string>& program) {
   }
 
   Relay relay(openRankLog(c), fmt::format("[{}:{}] ", c.host, c.id.rank), c.output.shows(c.id.rank));
-  const int gpus = countGpus();
   auto spawn = programSpawn(program, c, start, environment, gpus);
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw Error("pipe2 failed");
@@ -570,7 +574,7 @@ int runWorker(const std::vector<std::string>& program) {
   record.programPid = child.pid();
   link.send(control::Started{child.pid()});
 
-  auto sampler = makeSampler(c, spawn.setEnv, gpus, relay);
+  auto sampler = makeSampler(c, spawn.setEnv, gpus, libraries, relay);
   ProgramWatch watch(c, child, out[0], err[0], relay, link, signals, record);
   const auto status = watch.run(sampler.get());
   record.exitCode = status.code;

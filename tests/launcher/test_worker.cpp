@@ -1,7 +1,9 @@
 // The per-rank worker as a real process (`ddprun worker -- PROGRAM`) against a control server
 // played by the test: the rendezvous, a terminate that comes before start, an ordinary run,
-// ddprun disappearing, and the program's status when the watch loop ends early.
+// ddprun disappearing, the hand-over to `ddprun worker` when ddprun's host is a name, and the
+// program's status when the watch loop ends early.
 #include "../../launcher/src/io.hpp"
+#include "../../launcher/src/probe.hpp"
 #include "ddp/common/rank_exit.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/launcher/control.hpp"
@@ -9,6 +11,7 @@
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/worker.hpp"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -72,7 +75,8 @@ struct WorkerRun {
   Process process;
 };
 
-WorkerRun startWorker(const FakeLauncher& launcher, const std::vector<std::string>& program, const std::string& name) {
+WorkerRun startWorker(const FakeLauncher& launcher, const std::vector<std::string>& program, const std::string& name,
+                      const std::string& host = "127.0.0.1") {
   WorkerRun w;
   w.dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   fs::remove_all(w.dir);
@@ -82,7 +86,7 @@ WorkerRun startWorker(const FakeLauncher& launcher, const std::vector<std::strin
   spawn.argv.insert(spawn.argv.end(), program.begin(), program.end());
   spawn.setEnv = {{"OMPI_COMM_WORLD_RANK", "0"},
                   {"OMPI_COMM_WORLD_SIZE", "1"},
-                  {"DDPRUN_CONTROL", "127.0.0.1:" + std::to_string(launcher.port())},
+                  {"DDPRUN_CONTROL", host + ":" + std::to_string(launcher.port())},
                   {"DDPRUN_CONTROL_TOKEN", "tok"},
                   {"DDPRUN_RUN_DIR", w.dir.string()},
                   {"DDPRUN_OUTPUT", "quiet"},
@@ -191,6 +195,34 @@ TEST_CASE("worker: when ddprun goes away the program is stopped", "[launcher][wo
   CHECK(record.stopRequested);
   CHECK(record.signal == SIGTERM);
   fs::remove_all(w.dir);
+}
+
+TEST_CASE("worker: ddprun's host given by name: ddprun-worker hands the rank to `ddprun worker`",
+          "[launcher][worker]") {
+  FakeLauncher launcher;
+  auto w = startWorker(launcher, {"sh", "-c", "exit 5"}, "ddp-worker-name", "localhost");
+  REQUIRE(launcher.line(10));  // hello: localhost was resolved
+  std::error_code ec;
+  // The same process (exec keeps the pid), now ddprun's binary, which has the name service.
+  CHECK(fs::read_symlink(fmt::format("/proc/{}/exe", w.process.pid()), ec).filename() == "ddprun");
+  launcher.send("start 0 1\n");
+  std::optional<std::string> last;
+  while (auto l = launcher.line(10)) last = l;
+  REQUIRE(last);
+  CHECK(exitMessage(*last).exitCode == 5);
+  REQUIRE(waitFor(w.process, 5));
+  fs::remove_all(w.dir);
+}
+
+TEST_CASE("worker: what only the dynamic loader gives, named before the rank starts", "[launcher][worker]") {
+  const WorkerLibraries none;
+  const WorkerLibraries all{&probe::openGpu, &io::resolveIpv4};
+  CHECK(missingLibrary(std::nullopt, false, none).empty());  // started by hand, nothing to sample
+  CHECK(missingLibrary(std::string("127.0.0.1:4000"), false, none).empty());
+  CHECK(missingLibrary(std::string("node7:4000"), false, none) ==
+        "ddprun's host node7 (DDPRUN_CONTROL) is a name to resolve");
+  CHECK(missingLibrary(std::string("127.0.0.1:4000"), true, none) == "its GPU is to be sampled through NVML");
+  CHECK(missingLibrary(std::string("node7:4000"), true, all).empty());
 }
 
 TEST_CASE("settling a program the watch lost: killed and reaped, its status known", "[launcher][worker]") {

@@ -50,9 +50,13 @@ torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 med = {k: statistics.median(r[k] for r in rows) / 1000 for k in rows[0] if k.endswith("_us")}
-ratio = med["ddprun_us"] / med["mpirun_us"]
+# Each launcher against the mpirun run just before it: the machine's speed drifts between runs (whole
+# stretches of runs slower by a tenth), and a ratio of two medians can take them from different stretches.
+paired = {k: statistics.median(r[k] / r["mpirun_us"] for r in rows) for k in med}
+ratio = paired["ddprun_us"]
 print("## Launch overhead (`bench/launch-overhead.sh`)\n")
-print(f"4 ranks of a program that does nothing, started and finished; {len(rows)} interleaved runs of each, median wall time.")
+print(f"4 ranks of a program that does nothing, started and finished; {len(rows)} interleaved runs of each, median wall time;")
+print("\"vs mpirun\" is the median over the runs of each run's ratio to the `mpirun` of the same run.")
 print("ddprun adds its worker per rank, the control-socket rendezvous, the rank logs and exit records, and run.json")
 print("on top of the mpirun it starts. run.json's versions come from ddprun's cache, filled by the first run with an")
 print("installation (docs/launcher.md, run.json); the cold row empties it before each run, so each probes them (`mpirun")
@@ -64,7 +68,7 @@ print("docs/launcher.md, \"The binaries\"). spawn_floor is linked static too.\n"
 print("| launcher | median | vs mpirun |")
 print("|---|---:|---:|")
 def row(label, key, bold=False):
-    r = med[key] / med["mpirun_us"]
+    r = paired[key]
     print(f"| {label} | {med[key]:.0f} ms | {'**' if bold else ''}{r:.2f}×{'**' if bold else ''} |")
 row("`mpirun -np 4 /bin/true`", "mpirun_us")
 row("the same, `HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml`", "mpirun_no_plugins_us")
@@ -75,12 +79,14 @@ row("`mpirun -np 4 spawn_floor /bin/true` (the hwloc setting; spawn_floor only s
     "spawn_floor_us")
 row("`mpirun -np 4 ddprun-worker -- /bin/true` (the hwloc setting; the worker without ddprun)", "worker_alone_us")
 row(f"`torchrun --nproc_per_node 4 trivial.py` (PyTorch {sys.argv[2]})", "torchrun_us")
-base = med["mpirun_no_plugins_us"]
-print(f"\nWhere ddprun's {med['ddprun_us'] - base:.0f} ms over the mpirun it starts go (the rows with the hwloc setting, "
-      f"differences of medians): one more process per rank, the least a supervisor of each rank costs, "
-      f"{med['spawn_floor_us'] - base:+.0f} ms; the worker's own start and files over that, "
-      f"{med['worker_alone_us'] - med['spawn_floor_us']:+.0f} ms; ddprun itself (its start before mpirun, the control "
-      f"connections and the rendezvous, the verdict and the records after), {med['ddprun_us'] - med['worker_alone_us']:+.0f} ms.")
+def diff(a, b):  # ms: the median over the runs of a - b in the same run
+    return statistics.median(r[a] - r[b] for r in rows) / 1000
+print(f"\nWhere ddprun's {diff('ddprun_us', 'mpirun_no_plugins_us'):.0f} ms over the mpirun it starts go (the rows with the "
+      f"hwloc setting, medians of each run's differences, which need not add up exactly): one more process per rank, "
+      f"the least a supervisor of each rank costs, {diff('spawn_floor_us', 'mpirun_no_plugins_us'):+.0f} ms; the worker's "
+      f"own start and files over that, {diff('worker_alone_us', 'spawn_floor_us'):+.0f} ms; ddprun itself (its start "
+      f"before mpirun, the control connections and the rendezvous, the verdict and the records after), "
+      f"{diff('ddprun_us', 'worker_alone_us'):+.0f} ms.")
 print(f"\nTarget: ddprun ≤ 1.10× mpirun — {'met' if ratio <= 1.10 else 'missed'} ({ratio:.2f}×), "
-      f"{med['ddprun_us'] - med['mpirun_us']:+.0f} ms per launch, a fixed cost that does not grow with the job.")
+      f"{diff('ddprun_us', 'mpirun_us'):+.0f} ms per launch, a fixed cost that does not grow with the job.")
 PY

@@ -48,10 +48,9 @@ bool writeAll(int fd, const std::string& data);
 int listenTcp(const std::string& address, int& port);
 // Why 0.0.0.0:port cannot be bound ("Address already in use"), or "" when it can.
 std::string bindError(int port);
-// A host name's IPv4 address through the system's name service (getaddrinfo); false with why
-// (the resolver's text).
-// Defined in an object file of its own (names.cpp), so that ddprun-worker, linked static, does
-// not link glibc's name service (docs/launcher.md, "The binaries").
+// A host name's IPv4 address through the system's name service (getaddrinfo); false with why (the
+// resolver's text). In an object file of its own (names.cpp), so that ddprun-worker, linked
+// static, does not link glibc's name service (docs/launcher.md, "The binaries").
 bool resolveIpv4(const std::string& host, in_addr& address, std::string& why);
 using Resolver = bool (*)(const std::string& host, in_addr& address, std::string& why);
 // Connects to host:port, retrying until timeoutS; -1 on failure with why set. A numeric host

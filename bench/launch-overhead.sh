@@ -62,7 +62,7 @@ print("on top of the mpirun it starts. run.json's versions come from ddprun's ca
 print("installation (docs/launcher.md, run.json); the cold row empties it before each run, so each probes them (`mpirun")
 print("--version`, libnccl loaded) at idle priority while the job runs. The mpirun ddprun starts loads no hwloc plugin")
 print("for OpenGL, OpenCL or libxml2 (`HWLOC_PLUGINS_BLACKLIST`, docs/launcher.md); the row below plain mpirun is")
-print("mpirun with that setting. ddprun loads libc alone, and its worker, `ddprun-worker`, is linked static; one row")
+print("mpirun with that setting. ddprun loads libc and libm alone, and its worker, `ddprun-worker`, is linked static; one row")
 print("runs `ddprun worker` instead (the ddprun binary: the dynamic loader, and its whole command line table read first;")
 print("docs/launcher.md, \"The binaries\"). spawn_floor is linked static too.\n")
 print("| launcher | median | vs mpirun |")

@@ -10,6 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sstream>
 #include <utility>
 
 namespace ddp::launcher {
@@ -42,9 +47,39 @@ void releasePort(int fd, int port) {
   ::close(fd);
 }
 
+// The lock of `port` when it is also free to bind; -1 (and no lock file) otherwise.
+int lockFreePort(int port) {
+  const int fd = lockPort(port);
+  if (fd < 0 || io::bindError(port).empty()) return fd;
+  releasePort(fd, port);
+  return -1;
+}
+
 }  // namespace
 
+std::pair<int, int> masterPortBand(const std::string& ephemeralRange) {
+  std::istringstream in(ephemeralRange);
+  int low = 0, high = 0;
+  if (!(in >> low >> high) || low > high) return {0, 0};
+  const int first = std::max(1024, low - 10000), last = low - 1;
+  if (last - first + 1 < 1000) return {0, 0};
+  return {first, last};
+}
+
 PortReservation::PortReservation() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  const auto [first, last] = masterPortBand(std::string(std::istreambuf_iterator<char>(range), {}));
+  if (first > 0) {
+    std::mt19937 pick(std::random_device{}());
+    std::uniform_int_distribution<int> in(first, last);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const int port = in(pick);
+      if ((fd_ = lockFreePort(port)) >= 0) {
+        port_ = port;
+        return;
+      }
+    }
+  }
   for (int attempt = 0; attempt < 64; ++attempt) {
     int port = 0;
     ::close(io::listenTcp("0.0.0.0", port));
@@ -53,7 +88,7 @@ PortReservation::PortReservation() {
       return;
     }
   }
-  throw Error("no free port for MASTER_PORT after 64 tries");
+  throw Error("no free port for MASTER_PORT after 128 tries");
 }
 
 PortReservation::PortReservation(int wanted) {

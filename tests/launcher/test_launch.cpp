@@ -19,6 +19,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 using namespace ddp::launcher;
@@ -123,6 +124,20 @@ TEST_CASE("ports: a free one is held; a held or used one is refused", "[launcher
   int firstPort = first.port();
   { PortReservation gone(std::move(first)); }
   CHECK_FALSE(fs::exists(lockOf(firstPort)));  // no lock file left behind
+}
+
+TEST_CASE("ports: MASTER_PORT is drawn below the kernel's ephemeral range", "[launcher][port]") {
+  CHECK(masterPortBand("32768\t60999\n") == std::pair(22768, 32767));  // Linux's default
+  CHECK(masterPortBand("10000 65535") == std::pair(1024, 9999));
+  CHECK(masterPortBand("1024 65535") == std::pair(0, 0));  // nothing below it: the kernel picks
+  CHECK(masterPortBand("") == std::pair(0, 0));
+  CHECK(masterPortBand("60999 32768") == std::pair(0, 0));
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  const auto [first, last] = masterPortBand(std::string(std::istreambuf_iterator<char>(range), {}));
+  REQUIRE(first > 0);  // this machine's range leaves room below it
+  PortReservation r;
+  CHECK(r.port() >= first);
+  CHECK(r.port() <= last);
 }
 
 TEST_CASE("ports: no lock files left behind by reservations", "[launcher][port]") {

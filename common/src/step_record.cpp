@@ -69,6 +69,7 @@ std::string formatStepRecord(const StepRecord& record) {
   if (record.cpuMs) line["cpu_ms"] = perPhase(*record.cpuMs);
   if (record.worldSize > 0) line["world_size"] = record.worldSize;
   if (record.loss) line["loss"] = *record.loss;
+  if (record.inputElems) line["input_elems"] = *record.inputElems;
   return jsonText(line);
 }
 
@@ -103,6 +104,7 @@ StepRecord parseStepRecord(std::string_view line) {
   if (f.has("collectives"))
     for (const json& entry : f.array("collectives")) record.collectives.push_back(parseCollective(entry));
   record.loss = f.optionalNumber("loss");
+  record.inputElems = f.optionalInteger("input_elems", 0);
   return record;
 }
 

@@ -22,6 +22,7 @@ void put(json& line, const char* key, const std::optional<T>& value) {
 
 void readScheduling(const JsonFields& f, UtilSample& s) {
   s.runDelayPct = f.optionalNumber("run_delay_pct");
+  s.busiestDelayPct = f.optionalNumber("busiest_delay_pct");
   s.throttledPct = f.optionalNumber("throttled_pct");
   s.cpuQuota = f.optionalNumber("cpu_quota");
   s.preemptedPerS = f.optionalNumber("preempted_per_s");
@@ -29,6 +30,10 @@ void readScheduling(const JsonFields& f, UtilSample& s) {
   s.cpus = f.optionalString("cpus");
   if (s.cpus) parseCpuList(*s.cpus);  // checked
   s.stopped = f.boolean("stopped", false);
+  if (auto n = f.optionalInteger("helpers", 0)) s.helpers = static_cast<int>(*n);
+  s.helpersCpuPct = f.optionalNumber("helpers_cpu_pct");
+  if (auto n = f.optionalInteger("helpers_in_io", 0)) s.helpersInIo = static_cast<int>(*n);
+  s.helpersDelayPct = f.optionalNumber("helpers_delay_pct");
   if (auto n = f.optionalInteger("host_cpus", 1)) s.hostCpus = static_cast<int>(*n);
   s.hostBusyPct = f.optionalNumber("host_busy_pct");
   s.stealPct = f.optionalNumber("steal_pct");
@@ -63,12 +68,17 @@ std::string formatUtilSample(const UtilSample& s) {
                {"rss_mib", s.rssMib},
                {"processes", s.processes}};
   put(line, "run_delay_pct", s.runDelayPct);
+  put(line, "busiest_delay_pct", s.busiestDelayPct);
   put(line, "throttled_pct", s.throttledPct);
   put(line, "cpu_quota", s.cpuQuota);
   put(line, "preempted_per_s", s.preemptedPerS);
   put(line, "busy_threads", s.busyThreads);
   put(line, "cpus", s.cpus);
   if (s.stopped) line["stopped"] = true;
+  put(line, "helpers", s.helpers);
+  put(line, "helpers_cpu_pct", s.helpersCpuPct);
+  put(line, "helpers_in_io", s.helpersInIo);
+  put(line, "helpers_delay_pct", s.helpersDelayPct);
   put(line, "host_cpus", s.hostCpus);
   put(line, "host_busy_pct", s.hostBusyPct);
   put(line, "steal_pct", s.stealPct);

@@ -41,6 +41,22 @@ double longestWait(const procfs::ThreadTotals& before, const procfs::ThreadTotal
   return longest;
 }
 
+// The run-queue wait (ns) of the thread that used the most CPU between two readings: the training
+// loop's, in a rank that computes on its own thread (its helpers' waits aside).
+double busiestWait(const procfs::ThreadTotals& before, const procfs::ThreadTotals& now) {
+  double most = -1, wait = 0;
+  for (const auto& [tid, used] : now.ticks) {
+    auto was = before.ticks.find(tid);
+    const double u = growth(was == before.ticks.end() ? 0 : was->second, used);
+    if (u <= most) continue;
+    most = u;
+    auto d = now.runDelayNs.find(tid);
+    auto dWas = before.runDelayNs.find(tid);
+    wait = d == now.runDelayNs.end() ? 0 : growth(dWas == before.runDelayNs.end() ? 0 : dWas->second, d->second);
+  }
+  return wait;
+}
+
 // Threads that used at least a tenth of a CPU between two readings (of `ticks` CPU ticks).
 int busyThreads(const procfs::ThreadTotals& before, const procfs::ThreadTotals& now, double ticks) {
   int busy = 0;
@@ -125,12 +141,25 @@ void UtilSampler::poll(int pgid) {
   Reading r;
   r.at = now;
   r.groupTicks = group.ticks;
+  int helpers = 0, helpersInIo = 0;
   for (const auto& p : processes) {
     if (p.pgrp != pgid) {
       r.ticksByPid[p.pid] = p.ticks;
       continue;
     }
-    procfs::addThreads(p.pid, r.threads);
+    if (p.pid == pgid) {
+      procfs::addThreads(p.pid, r.threads);
+    } else {  // a helper: the program's DataLoader worker, a subprocess
+      procfs::ThreadTotals helper;
+      procfs::addThreads(p.pid, helper);
+      r.threads.runDelayNs.insert(helper.runDelayNs.begin(), helper.runDelayNs.end());
+      r.threads.ticks.insert(helper.ticks.begin(), helper.ticks.end());
+      r.threads.involuntarySwitches += helper.involuntarySwitches;
+      r.helperDelayNs.insert(helper.runDelayNs.begin(), helper.runDelayNs.end());
+      r.helperTicks[p.pid] = p.ticks;
+      ++helpers;
+      helpersInIo += p.state == 'D';
+    }
   }
   const auto cgroup = procfs::cgroupCpu(pgid);
   r.throttledNs = cgroup.throttledNs;
@@ -149,7 +178,24 @@ void UtilSampler::poll(int pgid) {
   s.rssMib = round1(static_cast<double>(group.rssPages) * pageMiB);
   s.processes = group.processes;
   s.stopped = group.stopped;
+  if (helpers > 0) {
+    double ticks = 0;
+    for (const auto& [pid, now] : r.helperTicks) {
+      auto was = last_->helperTicks.find(pid);
+      ticks += growth(was == last_->helperTicks.end() ? 0 : was->second, now);
+    }
+    s.helpers = helpers;
+    s.helpersCpuPct = round1(100 * ticks / ticksPerSecond() / seconds);
+    s.helpersInIo = helpersInIo;
+    double delay = 0;
+    for (const auto& [tid, now] : r.helperDelayNs) {
+      auto was = last_->helperDelayNs.find(tid);
+      delay += growth(was == last_->helperDelayNs.end() ? 0 : was->second, now);
+    }
+    s.helpersDelayPct = round1(100 * delay / 1e9 / seconds / helpers);
+  }
   s.runDelayPct = round1(100 * longestWait(last_->threads, r.threads) / 1e9 / seconds);
+  s.busiestDelayPct = round1(100 * busiestWait(last_->threads, r.threads) / 1e9 / seconds);
   s.busyThreads = busyThreads(last_->threads, r.threads, ticksPerSecond() * seconds);
   s.preemptedPerS = round1(growth(last_->threads.involuntarySwitches, r.threads.involuntarySwitches) / seconds);
   if (r.throttledNs && last_->throttledNs)

@@ -52,7 +52,9 @@ class UtilSampler {
     procfs::ThreadTotals threads;
     std::optional<unsigned long long> throttledNs;
     procfs::HostTimes host;
-    std::map<int, unsigned long long> ticksByPid;
+    std::map<int, unsigned long long> ticksByPid;     // processes outside the group
+    std::map<int, unsigned long long> helperTicks;    // the group's processes other than its leader
+    std::map<int, unsigned long long> helperDelayNs;  // their threads' run-queue waits (thread id -> ns)
   };
   std::vector<OtherProcess> others(const std::vector<procfs::ProcStat>& processes, int pgid, double seconds);
   void addGpu(UtilSample& sample) const;

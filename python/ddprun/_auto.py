@@ -157,7 +157,9 @@ class Instrumentation:
         if self.forward_open is None:
             self.forward_open = mark
         if id(model) == self.sample_model:
-            step.samples += batch_size(torch, args, kwargs)
+            samples, elems = batch_size(torch, args, kwargs)
+            step.samples += samples
+            step.input_elems += elems
         if not self.trained:
             self.trained = True
             self.steps.progress("forward")
@@ -527,18 +529,20 @@ def bucket_buffer(bucket):
 
 
 def batch_size(torch, args, kwargs):
-    """The first dimension of the first tensor among the forward's inputs (0 when none)."""
+    """The first dimension, and all the elements, of the first tensor among the forward's inputs
+    ((0, 0) when none): the step's samples, and its work where that varies per sample (lengths)."""
     if args and isinstance(args[0], torch.Tensor):  # model(x), the common case
-        return int(args[0].shape[0]) if args[0].dim() > 0 else 1
+        x = args[0]
+        return (int(x.shape[0]) if x.dim() > 0 else 1), x.numel()
     stack = list(args) + list(kwargs.values())
     seen = 0
     while stack and seen < 64:
         seen += 1
         item = stack.pop(0)
         if isinstance(item, torch.Tensor):
-            return int(item.shape[0]) if item.dim() > 0 else 1
+            return (int(item.shape[0]) if item.dim() > 0 else 1), item.numel()
         if isinstance(item, (list, tuple)):
             stack[:0] = list(item)
         elif isinstance(item, dict):
             stack[:0] = list(item.values())
-    return 0
+    return 0, 0

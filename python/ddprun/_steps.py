@@ -38,6 +38,7 @@ class Step:
         self.intervals = []  # (phase, mark, mark)
         self.data_ms = 0.0
         self.samples = 0
+        self.input_elems = 0
         self.loss = None
         self.collectives = []  # [bucket, bytes, start mark, end mark or None]
 
@@ -54,6 +55,8 @@ class Step:
             phases[PHASE_INDEX[phase]] += elapsed_ms(a, b)
         step_ms = max(elapsed_ms(self.start, self.end), sum(phases))
         out = _RECORD % (head, self.index, clock.unix_us(self.start.host), self.samples, step_ms, *phases)
+        if self.input_elems:
+            out += ',"input_elems":%d' % self.input_elems
         if self.collectives:
             done = [c for c in self.collectives if c[3] is not None]
             if done:

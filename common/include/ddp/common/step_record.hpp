@@ -54,6 +54,9 @@ struct StepRecord {
   int64_t step = 0;
   int64_t startUnixUs = 0;
   int64_t samples = 0;  // samples this rank processed in the step
+  // Elements of the step's inputs (the first input tensor of each forward, all its dimensions):
+  // where work per sample varies (sequence lengths), what the step's work was.
+  std::optional<int64_t> inputElems;
   double stepMs = 0;
   PhaseArray<double> phasesMs;
   // CPU time of the thread that timed the phases (the training loop's), per phase: what a CPU

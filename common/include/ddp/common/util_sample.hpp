@@ -29,13 +29,22 @@ struct UtilSample {
   double rssMib = 0;  // its resident memory
   int processes = 0;  // processes in the group
   // The rank's scheduling (absent where /proc does not say).
-  std::optional<double> runDelayPct;    // its longest-waiting thread's time on a run queue, % of the interval
-  std::optional<double> throttledPct;   // time its cgroup's CPU quota held it back, % of the interval
-  std::optional<double> cpuQuota;       // that quota, in cores
-  std::optional<double> preemptedPerS;  // involuntary context switches of its threads per second
-  std::optional<int> busyThreads;       // its threads that used ≥ 10 % of a CPU in the interval
-  std::optional<std::string> cpus;      // the CPUs its program may run on (affinity), "0-3,8"
-  bool stopped = false;                 // a process of the rank was stopped (state T) when sampled
+  std::optional<double> runDelayPct;      // its longest-waiting thread's time on a run queue, % of the interval
+  std::optional<double> busiestDelayPct;  // the run-queue wait of its thread that used the most CPU, % of the interval
+  std::optional<double> throttledPct;     // time its cgroup's CPU quota held it back, % of the interval
+  std::optional<double> cpuQuota;         // that quota, in cores
+  std::optional<double> preemptedPerS;    // involuntary context switches of its threads per second
+  std::optional<int> busyThreads;         // its threads that used ≥ 10 % of a CPU in the interval
+  std::optional<std::string> cpus;        // the CPUs its program may run on (affinity), "0-3,8"
+  bool stopped = false;                   // a process of the rank was stopped (state T) when sampled
+  // The rank's helper processes: the processes of its group other than the program itself (the
+  // DataLoader's workers, subprocesses), their CPU use in the interval (100 = one core) and how
+  // many were in uninterruptible I/O (state D) when sampled, and how long they waited for a CPU;
+  // absent without helpers.
+  std::optional<int> helpers;
+  std::optional<double> helpersCpuPct;
+  std::optional<int> helpersInIo;
+  std::optional<double> helpersDelayPct;  // their threads' run-queue wait per helper, % of the interval
   // The host.
   std::optional<int> hostCpus;           // CPUs online
   std::optional<double> hostBusyPct;     // non-idle share of all its CPUs in the interval

@@ -20,8 +20,11 @@ ddprun=$build/launcher/ddprun train=$build/examples/train ddprof=$build/profiler
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 repeat=3 doc=0 smoke=0 chosen=()
 all=(healthy nice-busy-core-1 busy-core-1 busy-core-0 shared-core quota-1 sigstop-1 oversubscribed small-batch
-  python-healthy python-data python-slow-shard socket-fallback slow-link)
-swappable=(healthy nice-busy-core-1 python-healthy socket-fallback)  # one rank per core, none at fault
+  python-worker-core python-data python-slow-shard socket-fallback slow-link healthy-wide healthy-tokens variable-work
+  slow-backward-1 intermittent-1 own-threads slow-storage)
+# one rank per core, none at fault
+swappable=(healthy nice-busy-core-1 python-worker-core socket-fallback healthy-wide healthy-tokens variable-work own-threads
+  slow-storage)
 quick=(healthy busy-core-1 busy-core-0 sigstop-1 oversubscribed python-data socket-fallback)
 while [ $# -gt 0 ]; do
   case $1 in
@@ -52,23 +55,32 @@ results=$work/results.jsonl
 declare -A expect=([healthy]=none [nice-busy-core-1]=none [busy-core-1]="cpu_contention 1" [busy-core-0]="cpu_contention 0"
   [shared-core]="cpu_contention 0,1" [quota-1]="cpu_contention 1" [sigstop-1]="stalls 1"
   [oversubscribed]="cpu_contention 0,1,2,3" [small-batch]="small_batch|comm_bound" [socket-fallback]=socket_fallback
-  [python-healthy]=none [python-data]=dataloader_starved [python-slow-shard]="straggler 1"
-  [slow-link]=comm_bound)
+  [python-worker-core]=dataloader_starved [python-data]=dataloader_starved [python-slow-shard]="straggler 1"
+  [slow-link]=comm_bound [healthy-wide]=none [healthy-tokens]=none [variable-work]=variable_work
+  [slow-backward-1]="straggler 1" [intermittent-1]="cpu_contention 1" [own-threads]=threads_oversubscribed
+  [slow-storage]=dataloader_starved)
 declare -A made=(
-  [healthy]="2 ranks of train --model cnn, each pinned to its own core, nothing else running"
+  [healthy]="2 ranks of train --model resnet18 --batch-size 8 (compute-bound), each pinned to its own core, nothing else running"
   [nice-busy-core-1]="the same, with a busy loop at nice 19 on rank 1's core: the scheduler gives the rank almost all of it"
-  [busy-core-1]="the same, with an ordinary busy loop (taskset -c 1 sh -c 'while :; do :; done') on rank 1's core"
+  [busy-core-1]="2 pinned ranks of train --model cnn, with an ordinary busy loop (taskset -c 1 sh -c 'while :; do :; done') on rank 1's core"
   [busy-core-0]="the same, with the busy loop on rank 0's core"
   [shared-core]="a wrong affinity: both ranks pinned to core 0 (taskset -c 0), core 1 idle"
   [quota-1]="rank 1 in a cgroup with a CPU quota of 0.4 cores (cpu.cfs_quota_us), each rank on its own core"
   [sigstop-1]="rank 1's process stopped for 0.3 s and continued, 8 times 0.4 s apart (kill -STOP / -CONT)"
   [oversubscribed]="the README's main job: 4 ranks of train --model mlp on this 2-core machine"
   [small-batch]="2 pinned ranks of train --backend gloo --model mlp --batch-size 2: 2.7 MB of gradients for 2 samples a step (right: small_batch, or comm_bound with its larger-batch fix once the transfer alone is 25 % of the step)"
-  [python-healthy]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py: DistributedSampler, a DataLoader worker, evaluation each epoch), 2 pinned ranks, nothing else running"
+  [python-worker-core]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py: DistributedSampler, a DataLoader worker, evaluation each epoch), 2 ranks each pinned to one core that its DataLoader worker shares"
   [python-data]="an unchanged PyTorch DDP script (tests/python/scripts/heavy_transform.py): a heavy per-sample transform in a DataLoader with num_workers=0, 2 pinned ranks"
   [python-slow-shard]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py) whose rank 1 reads a slow dataset (0.25 ms a sample), num_workers=0"
   [socket-fallback]="a healthy run's directory with a real 2-host NCCL log on TCP sockets (fixture 13)"
-  [slow-link]="2 simulated hosts x 2 ranks over Gloo, host sim1's link limited to 10 Mbit/s (tc tbf)")
+  [slow-link]="2 simulated hosts x 2 ranks over Gloo, host sim1's link limited to 10 Mbit/s (tc tbf)"
+  [healthy-wide]="a second healthy shape: the token model with wide layers and a big batch (--width 256 --layers 2 --batch-size 96), 2 pinned ranks"
+  [healthy-tokens]="a third healthy shape: an unchanged PyTorch token model (tests/python/scripts/token_model.py, fixed length 64, --batch-size 128), 2 pinned ranks"
+  [variable-work]="the token model with each batch's length drawn per rank and step from 16 to 128 (--lengths 16:128: unbucketed NLP batches), 2 pinned ranks"
+  [slow-backward-1]="the token model, rank 1's backward alone about 10 % longer (a gradient hook repeating a matmul: SLOW_BACKWARD_RANK=1 SLOW_BACKWARD_SHARE=0.1), 2 pinned ranks"
+  [intermittent-1]="train --model resnet18 --batch-size 8, 2 pinned ranks, a neighbour on rank 1's core busy a quarter of each second (a Python loop: 0.25 s busy, 0.75 s asleep)"
+  [own-threads]="the token model with OMP_NUM_THREADS=4 exported by the user: 2 ranks, 8 compute threads on 2 cores, nothing else running"
+  [slow-storage]="the token model on a Dataset whose every sample is a blocking read of 3 ms (--read-ms 3), DataLoader with 2 workers, 2 pinned ranks")
 
 pinned() {  # pinned RUN_DIR PREFIX TRAIN_ARGS...: 2 ranks of train, each on core RANK (or PREFIX's choice)
   local run=$1 prefix=$2
@@ -95,9 +107,10 @@ stop_busy() {
 
 run_scenario() {  # run_scenario NAME RUN_DIR
   local name=$1 run=$2 cnn=(--model cnn --batch-size 32 --steps 250 --log-every 1000)
+  local resnet=(--model resnet18 --batch-size 8 --steps 25 --log-every 1000)
   case $name in
-    healthy) pinned "$run" "" "${cnn[@]}" ;;
-    nice-busy-core-1) busy_loop 1 19; pinned "$run" "" "${cnn[@]}"; stop_busy ;;
+    healthy) pinned "$run" "" "${resnet[@]}" ;;
+    nice-busy-core-1) busy_loop 1 19; pinned "$run" "" "${resnet[@]}"; stop_busy ;;
     busy-core-1) busy_loop 1; pinned "$run" "" "${cnn[@]}"; stop_busy ;;
     busy-core-0) busy_loop 0; pinned "$run" "" "${cnn[@]}"; stop_busy ;;
     shared-core) pinned "$run" "DDP_CORE=0;" "${cnn[@]}" ;;
@@ -116,14 +129,14 @@ run_scenario() {  # run_scenario NAME RUN_DIR
     oversubscribed) "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 4 "$train" --model mlp \
                       --steps 200 --batch-size 32 >/dev/null ;;
     small-batch) pinned "$run" "" --backend gloo --model mlp --batch-size 2 --steps 1500 --log-every 10000 ;;
-    python-healthy) pinned_program "$run" "unset PYTHONUNBUFFERED;" /usr/bin/python3 \
+    python-worker-core) pinned_program "$run" "unset PYTHONUNBUFFERED;" /usr/bin/python3 \
                       "$root/tests/python/scripts/mnist_sampler.py" --epochs 2 --samples 4096 --workers 1 ;;
     python-data) pinned_program "$run" "unset PYTHONUNBUFFERED;" /usr/bin/python3 "$root/tests/python/scripts/heavy_transform.py" ;;
     python-slow-shard)
       pinned_program "$run" "unset PYTHONUNBUFFERED; export SLOW_RANK=1 SLOW_MS=0.25;" /usr/bin/python3 \
         "$root/tests/python/scripts/mnist_sampler.py" --epochs 1 --workers 0 --samples 4096 ;;
     socket-fallback)
-      pinned "$run" "" --model cnn --batch-size 32 --steps 30 --log-every 1000
+      pinned "$run" "" --model resnet18 --batch-size 8 --steps 12 --log-every 1000
       cp "$root/tests/data/nccl-logs/13-nccltests284-table-header-interleaved-init-timings-dash-form.log" "$run/nccl/"
       "$ddprof" report "$run" >/dev/null ;;
     slow-link)
@@ -131,7 +144,26 @@ run_scenario() {  # run_scenario NAME RUN_DIR
       "$root/scripts/simulate-hosts" exec sim0 -- "$ddprun" --profile --output quiet --log-level error --run-dir "$run" \
         -H sim0:2,sim1:2 "$train" --backend gloo --model cnn --batch-size 128 --steps 30 --log-every 100 >/dev/null
       "$root/scripts/simulate-hosts" down >/dev/null ;;
+    healthy-wide) tokens "$run" "" --width 256 --layers 2 --batch-size 96 --steps 100 ;;
+    healthy-tokens) tokens "$run" "" --batch-size 128 --steps 120 ;;
+    variable-work) tokens "$run" "" --lengths 16:128 ;;
+    slow-backward-1) tokens "$run" "export SLOW_BACKWARD_RANK=1 SLOW_BACKWARD_SHARE=0.1;" ;;
+    intermittent-1)
+      taskset -c 1 /usr/bin/python3 -c $'import time\nwhile True:\n    t = time.time()\n    while time.time() - t < 0.25: pass\n    time.sleep(0.75)' &
+      busy_pids+=($!)
+      pinned "$run" "" "${resnet[@]}"; stop_busy ;;
+    own-threads)  # not pinned: each rank may run on both cores, as a user's job would
+      OMP_NUM_THREADS=4 "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 2 -- sh -c \
+        'unset PYTHONUNBUFFERED; exec "$0" "$@"' /usr/bin/python3 "$root/tests/python/scripts/token_model.py" \
+        --steps 150 >/dev/null ;;
+    slow-storage) tokens "$run" "" --read-ms 3 --workers 2 --steps 150 ;;
   esac
+}
+
+tokens() {  # tokens RUN_DIR PREFIX ARGS...: 2 pinned ranks of the token model
+  local run=$1 prefix=$2
+  shift 2
+  pinned_program "$run" "unset PYTHONUNBUFFERED; $prefix" /usr/bin/python3 "$root/tests/python/scripts/token_model.py" "$@"
 }
 
 # first_finding RUN_DIR [RANK]: the report's first finding that is a warning or worse (leaving out

@@ -3,6 +3,7 @@
 // for a later peer, the gradient allreduces' bandwidth, stalls, the straggler.
 #include "ddp/profiler/analysis.hpp"
 
+#include "buckets.hpp"
 #include "stats.hpp"
 
 #include <algorithm>
@@ -75,20 +76,14 @@ std::vector<int64_t> commonSteps(const RunData& run, TimingAnalysis& a, StepsByI
 // duration over the ranks (the last rank to launch it waited for nobody), and the bus bandwidth
 // follows as in nccl-tests (bytes x 2(n-1)/n per second).
 std::optional<double> allreduceBusbw(const std::map<int, const StepRecord*>& ranks, uint64_t& bytesPerStep) {
-  std::map<int, std::pair<uint64_t, double>> buckets;  // bucket -> bytes, shortest duration
-  for (const auto& [rank, r] : ranks)
-    for (const auto& c : r->collectives) {
-      if (c.op != CollectiveOp::kAllreduce || c.bucket < 0) continue;
-      auto [it, fresh] = buckets.try_emplace(c.bucket, c.bytes, c.durationMs);
-      if (!fresh) it->second.second = std::min(it->second.second, c.durationMs);
-    }
+  const auto buckets = detail::bucketTransfers(ranks);
   uint64_t bytes = 0;
   double ms = 0;
   for (const auto& [bucket, bm] : buckets) bytes += bm.first, ms += bm.second;
   bytesPerStep = bytes;
   const double n = static_cast<double>(ranks.size());
   if (ranks.size() < 2 || bytes == 0 || ms <= 0) return std::nullopt;
-  return static_cast<double>(bytes) * 2 * (n - 1) / n / (ms / 1e3) / 1e9;
+  return detail::allreduceBusbwGbps(bytes, n, ms);
 }
 
 void addStep(const std::map<int, const StepRecord*>& ranks, StepSums& sums, TimingAnalysis& a) {
@@ -298,6 +293,7 @@ TimingAnalysis analyseTimings(const RunData& run) {
   summariseRanks(run, sums, common.size(), a);
   findStalls(run, common, bySteps, sums, a);
   fillMatrix(common, bySteps, a);
+  a.lost = accountLostTime(run, common, a.matrixSteps);
   a.straggler = findStraggler(a, sums);
   return a;
 }

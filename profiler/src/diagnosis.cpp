@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
 
 namespace ddp::profiler {
@@ -22,7 +23,7 @@ struct Rule {
   bool needsSteps;  // runs only when steps were analysed
 };
 
-constexpr std::array<Rule, 18> kRules = {{
+constexpr std::array<Rule, 21> kRules = {{
     {rules::failedRanks, false},
     {rules::restarts, false},
     {rules::ncclErrors, false},
@@ -33,18 +34,21 @@ constexpr std::array<Rule, 18> kRules = {{
     {rules::missingRanks, false},
     {rules::cpuContention, false},
     {rules::threadsOversubscribed, false},
+    {rules::cpuContrast, true},
     {rules::gpuThrottled, false},
     {rules::stalls, true},
     {rules::gpuUtilisation, true},
     {rules::commBound, true},
     {rules::straggler, true},
+    {rules::persistentLateRank, true},
+    {rules::rotatingLateRanks, true},
     {rules::loadImbalance, true},
     {rules::dataBound, true},
     {rules::smallBatch, true},
 }};
 
 // In the order of FindingKind.
-constexpr std::array<std::string_view, 22> kKindNames = {"rank_failed",
+constexpr std::array<std::string_view, 24> kKindNames = {"rank_failed",
                                                          "host_lost",
                                                          "ranks_stopped",
                                                          "restart",
@@ -65,19 +69,24 @@ constexpr std::array<std::string_view, 22> kKindNames = {"rank_failed",
                                                          "stalls",
                                                          "gpu_throttled",
                                                          "threads_oversubscribed",
-                                                         "dataloader_starved"};
+                                                         "dataloader_starved",
+                                                         "variable_work",
+                                                         "unexplained_loss"};
 
 // Which finding to fix first: failures, then causes, then what causes lead to, then notes.
 int priority(FindingKind kind) {
-  static const std::array<FindingKind, 22> kOrder = {
-      FindingKind::kHostLost,      FindingKind::kRankFailed,     FindingKind::kNcclError,
-      FindingKind::kMissingRanks,  FindingKind::kCpuContention,  FindingKind::kStalls,
-      FindingKind::kGpuThrottled,  FindingKind::kStraggler,      FindingKind::kDataloaderStarved,
-      FindingKind::kDataBound,     FindingKind::kSocketFallback, FindingKind::kP2pDisabled,
-      FindingKind::kCommBound,     FindingKind::kSmallBatch,     FindingKind::kThreadsOversubscribed,
-      FindingKind::kLoadImbalance, FindingKind::kGpuIdle,        FindingKind::kGpuFakeBusy,
-      FindingKind::kInitSlow,      FindingKind::kNoGdr,          FindingKind::kRestart,
-      FindingKind::kRanksStopped};
+  static const std::array<FindingKind, 24> kOrder = {FindingKind::kHostLost,      FindingKind::kRankFailed,
+                                                     FindingKind::kNcclError,     FindingKind::kMissingRanks,
+                                                     FindingKind::kCpuContention, FindingKind::kStalls,
+                                                     FindingKind::kGpuThrottled,  FindingKind::kStraggler,
+                                                     FindingKind::kVariableWork,  FindingKind::kDataloaderStarved,
+                                                     FindingKind::kDataBound,     FindingKind::kSocketFallback,
+                                                     FindingKind::kP2pDisabled,   FindingKind::kCommBound,
+                                                     FindingKind::kSmallBatch,    FindingKind::kThreadsOversubscribed,
+                                                     FindingKind::kLoadImbalance, FindingKind::kGpuIdle,
+                                                     FindingKind::kGpuFakeBusy,   FindingKind::kInitSlow,
+                                                     FindingKind::kNoGdr,         FindingKind::kUnexplainedLoss,
+                                                     FindingKind::kRestart,       FindingKind::kRanksStopped};
   return static_cast<int>(std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin());
 }
 
@@ -136,42 +145,84 @@ void foldSymptoms(Findings& findings, const RunData& run, const TimingAnalysis& 
 // wait, the data is the straggler's problem alone (its shard, disk or loader): the straggler
 // finding, which says so, stays alone.
 void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
-  if (!t.straggler) return;
+  auto straggler = std::find_if(findings.begin(), findings.end(),
+                                [](const Finding& f) { return f.kind == FindingKind::kStraggler && !f.ranks.empty(); });
   auto data = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
     return f.kind == FindingKind::kDataloaderStarved || f.kind == FindingKind::kDataBound;
   });
-  const auto grown = rules::grownPhase(t, t.straggler->rank, t.straggler->extraComputeMs);
-  if (data == findings.end() || !grown || grown->phase != Phase::kData) return;
-  std::vector<double> otherShares;
-  for (const auto& r : t.ranks)
-    if (r.rank != t.straggler->rank)
-      otherShares.push_back(r.stepMsMedian > 0 ? r.phaseMsMedian[Phase::kData] / r.stepMsMedian : 0);
+  if (straggler == findings.end() || data == findings.end()) return;
+  const int rank = straggler->ranks.front();
+  // Late for its data: the timing analysis's straggler whose extra time is data, or the rank the
+  // accounting charged with waits that its data phase made at least half of.
+  bool lateForData = false;
+  if (t.straggler && t.straggler->rank == rank) {
+    const auto grown = rules::grownPhase(t, rank, t.straggler->extraComputeMs);
+    lateForData = grown && grown->phase == Phase::kData;
+  } else {
+    for (const auto& a : t.lost.ranks)
+      if (a.rank == rank)
+        lateForData = a.causedPeerWaitMs > 0 && a.causedByPhaseMs[Phase::kData] >= 0.5 * a.causedPeerWaitMs;
+  }
+  if (!lateForData) return;
+  double own = 0, waited = 0;
+  std::vector<double> otherShares, otherData;
+  for (const auto& r : t.ranks) {
+    if (r.rank == rank) {
+      own = r.phaseMsMedian[Phase::kData];
+      continue;
+    }
+    otherShares.push_back(r.stepMsMedian > 0 ? r.phaseMsMedian[Phase::kData] / r.stepMsMedian : 0);
+    otherData.push_back(r.phaseMsMedian[Phase::kData]);
+    waited = std::max(waited, r.peerWaitMsMedian);
+  }
   if (otherShares.empty()) return;
   std::sort(otherShares.begin(), otherShares.end());
+  std::sort(otherData.begin(), otherData.end());
   if (otherShares[otherShares.size() / 2] >= rules::kDataBoundShare) {
     data->evidence += fmt::format(
         "; rank {} waits longest for its data ({:.1f} ms a step against {:.1f} ms), and the "
         "others wait for it in the allreduce ({:.1f} ms a step)",
-        t.straggler->rank, grown->ownMs, grown->othersMs, t.straggler->othersWaitMs);
-    findings.erase(std::remove_if(findings.begin(), findings.end(),
-                                  [](const Finding& f) { return f.kind == FindingKind::kStraggler; }),
-                   findings.end());
+        rank, own, otherData[otherData.size() / 2], waited);
+    findings.erase(straggler);
   } else {
     findings.erase(data);
   }
 }
 
-// Exposed communication that costs more of the step than CPU contention does goes before it: the
-// faster link saves more.
-void commBeforeSmallerContention(Findings& findings, const TimingAnalysis& t) {
-  auto comm = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
-    return f.kind == FindingKind::kCommBound && f.confidence != Confidence::kLow;
+// Stalls spent waiting for data, beside a data finding, are the loader's cadence, not one rank's
+// stall: with K workers that cannot keep up, a batch comes after a long wait every K-th step (each
+// worker loads a whole batch while the model eats the ones before). They go into the data
+// finding's evidence, with the cadence.
+void foldStallsIntoData(Findings& findings, const RunData& run, const TimingAnalysis& t) {
+  auto stalls =
+      std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.kind == FindingKind::kStalls; });
+  auto data = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.kind == FindingKind::kDataloaderStarved || f.kind == FindingKind::kDataBound;
   });
-  auto contention = std::find_if(findings.begin(), findings.end(),
-                                 [](const Finding& f) { return f.kind == FindingKind::kCpuContention; });
-  if (comm == findings.end() || contention == findings.end() || comm < contention) return;
-  if (contentionShare(ranksOf(findings, FindingKind::kCpuContention), t) >= t.transferShare) return;
-  std::rotate(contention, comm, comm + 1);
+  if (stalls == findings.end() || data == findings.end()) return;
+  std::vector<int64_t> inData;
+  for (const auto& s : t.stalls)
+    if (s.phase == Phase::kData) inData.push_back(s.step);
+  if (2 * inData.size() < t.stalls.size()) return;
+  std::map<int64_t, size_t> gaps;
+  for (size_t i = 1; i < inData.size(); ++i) ++gaps[inData[i] - inData[i - 1]];
+  int workers = 0;
+  for (const auto& [rank, source] : run.sources)
+    if (const auto* loader = source.busiestLoader()) workers = std::max(workers, loader->numWorkers);
+  std::string cadence;
+  if (!gaps.empty()) {
+    const auto top = std::max_element(gaps.begin(), gaps.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    if (2 * top->second >= inData.size() - 1)
+      cadence = top->first == 1 ? ", in every step"
+                                : fmt::format(", every {} steps{}", top->first,
+                                              workers == top->first
+                                                  ? fmt::format(": the cadence of {} DataLoader workers that cannot "
+                                                                "keep up, each loading a whole batch in turn",
+                                                                workers)
+                                                  : "");
+  }
+  data->evidence += fmt::format("; {} steps stalled waiting for their data{}", inData.size(), cadence);
+  findings.erase(stalls);
 }
 
 }  // namespace
@@ -202,20 +253,30 @@ std::string_view confidenceName(Confidence c) {
 
 std::string_view findingKindName(FindingKind kind) { return enumName(kKindNames, kind); }
 
+bool isFailure(FindingKind kind) {
+  return kind == FindingKind::kHostLost || kind == FindingKind::kRankFailed || kind == FindingKind::kNcclError ||
+         kind == FindingKind::kMissingRanks;
+}
+
 std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& t) {
   Findings out;
   for (const auto& rule : kRules)
     if ((!rule.needsSteps || t.stepsAnalysed > 0)) rule.apply(run, t, out);
   foldSymptoms(out, run, t);
   foldStragglerAndData(out, t);
-  // Notes after problems, suspicions after what the evidence names, then the cause-to-effect order.
+  foldStallsIntoData(out, run, t);
+  rules::explainLoss(out, t);
+  rules::unexplainedLoss(out, t);
+  // Notes after problems, suspicions after what the evidence names; failures first; then the
+  // larger share of the run a finding explains first (its fix wins back more), the cause-to-effect
+  // order among those the accounting cannot measure or that explain the same.
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     auto key = [](const Finding& f) {
-      return std::make_tuple(f.severity == Severity::kInfo, f.confidence == Confidence::kLow, priority(f.kind));
+      return std::make_tuple(f.severity == Severity::kInfo, f.confidence == Confidence::kLow, !isFailure(f.kind),
+                             -f.lostShare.value_or(0), priority(f.kind));
     };
     return key(a) < key(b);
   });
-  commBeforeSmallerContention(out, t);
   return out;
 }
 

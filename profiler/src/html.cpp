@@ -104,6 +104,68 @@ std::string barChart(const std::string& title, const std::vector<std::pair<std::
   return out + "</svg></figure>\n";
 }
 
+std::string waterfall(const std::string& title, const std::pair<std::string, double>& start,
+                      const std::vector<std::pair<std::string, double>>& steps, const std::string& endLabel,
+                      const std::string& unit) {
+  double end = start.second;
+  for (const auto& [label, v] : steps) end += v;
+  const double top = std::max(end, start.second);
+  const int height = static_cast<int>(steps.size() + 2) * kRow + 10;
+  const double scale = top > 0 ? (kWidth - kLeft - kRight) / top : 0;
+  std::string out = svgOpen(title, height);
+  auto bar = [&](size_t row, const std::string& label, double from, double v, const char* fill) {
+    const int y = 5 + static_cast<int>(row) * kRow;
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", kLeft - 6, y + 13, escape(label));
+    out += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\" data-v=\"{}\"><title>{}: {} "
+        "{}</title></rect>",
+        kLeft + from * scale, y, v * scale, kRow - 6, fill, num(v), escape(label), num(v), escape(unit));
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}{} {}</text>", kLeft + (from + v) * scale + 4, y + 13,
+                       row > 0 && row <= steps.size() ? "+" : "", num(v), escape(unit));
+  };
+  bar(0, start.first, 0, start.second, colour(2));
+  double at = start.second;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    bar(i + 1, steps[i].first, at, steps[i].second, colour(3));
+    at += steps[i].second;
+  }
+  bar(steps.size() + 1, endLabel, 0, end, colour(0));
+  return out + "</svg></figure>\n";
+}
+
+std::string heatMap(const std::string& title, const std::vector<std::string>& rowLabels,
+                    const std::vector<std::string>& columnLabels, const std::vector<std::vector<double>>& values,
+                    const std::string& unit) {
+  double top = 0;
+  for (const auto& row : values)
+    for (double v : row) top = std::max(top, v);
+  const size_t columns = columnLabels.size();
+  const double cell = columns > 0 ? static_cast<double>(kWidth - kLeft - kRight) / static_cast<double>(columns) : 0;
+  const int height = static_cast<int>(rowLabels.size()) * kRow + 30;
+  std::string out = svgOpen(title, height);
+  for (size_t i = 0; i < rowLabels.size(); ++i) {
+    const int y = 5 + static_cast<int>(i) * kRow;
+    out +=
+        fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", kLeft - 6, y + 13, escape(rowLabels[i]));
+    for (size_t j = 0; j < columns && j < values[i].size(); ++j) {
+      const double v = values[i][j];
+      out += fmt::format(
+          "<rect x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" fill=\"{}\" fill-opacity=\"{:.3f}\" "
+          "data-v=\"{}\"><title>{}, {}: {} {}</title></rect>",
+          kLeft + static_cast<double>(j) * cell, y, cell + 0.05, kRow - 2, colour(3), top > 0 ? v / top : 0, num(v),
+          escape(rowLabels[i]), escape(columnLabels[j]), num(v), escape(unit));
+    }
+  }
+  const int y = 5 + static_cast<int>(rowLabels.size()) * kRow + 12;
+  if (columns > 0)
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><text x=\"{}\" "
+        "y=\"{}\">darkest: {} {}</text>",
+        kLeft, y, escape(columnLabels.front()), kWidth - kRight, y, escape(columnLabels.back()), kWidth - kRight + 4,
+        y - 12, num(top), escape(unit));
+  return out + "</svg></figure>\n";
+}
+
 std::string stackedBars(const std::string& title, const std::vector<std::string>& categories,
                         const std::vector<Series>& rows, const std::string& unit) {
   double top = 0;

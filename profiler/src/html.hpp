@@ -32,6 +32,17 @@ std::string lineChart(const std::string& title, const std::vector<double>& xs, c
 std::string grid(const std::string& title, const std::vector<std::string>& labels,
                  const std::vector<std::vector<std::string>>& cells, const std::vector<std::string>& classes);
 
+// A waterfall: a start bar (e.g. the ideal step), steps that add to it (each floating where the
+// last ended), and the end bar they reach (e.g. the measured step).
+std::string waterfall(const std::string& title, const std::pair<std::string, double>& start,
+                      const std::vector<std::pair<std::string, double>>& steps, const std::string& endLabel,
+                      const std::string& unit);
+// A heat map: values[i][j] of row i (rowLabels) and column j (columnLabels), shaded from 0 to the
+// largest value.
+std::string heatMap(const std::string& title, const std::vector<std::string>& rowLabels,
+                    const std::vector<std::string>& columnLabels, const std::vector<std::vector<double>>& values,
+                    const std::string& unit);
+
 class Page {
  public:
   explicit Page(std::string title);

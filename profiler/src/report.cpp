@@ -34,8 +34,55 @@ json findingsJson(const std::vector<Finding>& findings) {
                    {"ranks", f.ranks},
                    {"evidence", f.evidence},
                    {"fix", f.fix},
-                   {"confirm", f.confirm}});
+                   {"confirm", f.confirm},
+                   {"lost_share", orNull(f.lostShare)}});
   return out;
+}
+
+json partsJson(const PartArray<double>& values) {
+  json out = json::object();
+  for (StepPart p : kStepParts) out[std::string(stepPartName(p))] = values[p];
+  return out;
+}
+
+json lostTimeJson(const LostTime& l) {
+  json ranks = json::array();
+  for (const auto& a : l.ranks) {
+    json byPhase = phasesJson(a.causedByPhaseMs);
+    byPhase.erase("comm_wait");
+    byPhase["other"] = a.causedByOtherMs;
+    json buckets = json::object();
+    for (const auto& [bucket, steps] : a.lateAtBucket) buckets[std::to_string(bucket)] = steps;
+    ranks.push_back({{"rank", a.rank},
+                     {"step_ms", a.stepMs},
+                     {"parts_ms", partsJson(a.ms)},
+                     {"late_steps", a.lateSteps},
+                     {"caused_peer_wait_ms", a.causedPeerWaitMs},
+                     {"caused_by_phase_ms", byPhase},
+                     {"caused_by_cpu_wait_ms", a.causedByCpuWaitMs},
+                     {"late_at_bucket", buckets}});
+  }
+  json input = nullptr;
+  if (l.inputWork)
+    input = {
+        {"size_cv", l.inputWork->sizeCv}, {"correlation", l.inputWork->correlation}, {"points", l.inputWork->points}};
+  return {{"steps", l.steps},
+          {"measured_ms", l.measuredMs},
+          {"ideal_ms", l.idealMs},
+          {"ideal_compute_ms", l.idealComputeMs},
+          {"ideal_transfer_ms", l.idealTransferMs},
+          {"link_busbw_gbps", orNull(l.linkBusbwGbps)},
+          {"link_source", l.linkSource},
+          {"lost_ms", partsJson(l.lostMs)},
+          {"lost_share", l.share(l.lostTotalMs())},
+          {"healthy_below", kHealthyLossShare},
+          {"worst_sum_error", l.worstSumError},
+          {"late_pattern", latePatternName(l.pattern)},
+          {"late_rank", l.lateRank >= 0 ? json(l.lateRank) : json(nullptr)},
+          {"top_late_share", l.topLateShare},
+          {"burst_share", l.burstShare},
+          {"input_work", input},
+          {"ranks", ranks}};
 }
 
 json ranksJson(const TimingAnalysis& t) {
@@ -74,6 +121,10 @@ json utilisationJson(const TimingAnalysis& t) {
                    {"busy_threads_mean", orNull(u.busyThreadsMean)},
                    {"cpus", orNull(u.cpus)},
                    {"stopped_samples", u.stoppedSamples},
+                   {"helpers_mean", orNull(u.helpersMean)},
+                   {"helpers_cpu_pct_mean", orNull(u.helpersCpuPctMean)},
+                   {"helpers_in_io_mean", orNull(u.helpersInIoMean)},
+                   {"helpers_delay_pct_mean", orNull(u.helpersDelayPctMean)},
                    {"host_cpus", orNull(u.hostCpus)},
                    {"host_busy_pct_mean", orNull(u.hostBusyPctMean)},
                    {"steal_pct_mean", orNull(u.stealPctMean)},
@@ -114,6 +165,7 @@ json timingJson(const TimingAnalysis& t) {
             {"samples_per_step", t.globalSamplesPerStep},
             {"samples_per_s", t.samplesPerSecond}}},
           {"phases", phasesJson(t.phaseShare)},
+          {"lost_time", lostTimeJson(t.lost)},
           {"communication",
            {{"exposed_share", t.exposedCommShare},
             {"transfer_share", t.transferShare},
@@ -177,9 +229,10 @@ json reportJson(const Report& r) {
 
 std::string renderReportText(const Report& r) {
   const auto& t = r.timing;
-  std::string out = fmt::format("ddprof report: {}\nverdict: {}\n", r.run.dir, parts::verdict(r));
+  std::string out = fmt::format("verdict: {}\nddprof report: {}\n", parts::verdict(r), r.run.dir);
   if (t.stepsAnalysed > 0) {
-    out += parts::stepSummary(t) + "\n" + parts::phaseSummary(t) + "\n" + parts::commSummary(t) + "\n";
+    out += parts::accountingSummary(t.lost) + "\n" + parts::stepSummary(t) + "\n" + parts::phaseSummary(t) + "\n" +
+           parts::commSummary(t) + "\n";
     if (const auto stalls = parts::stallSummary(t); !stalls.empty()) out += stalls + "\n";
   } else {
     out += "not measured: " + parts::notMeasured(r) + "\n";
@@ -188,8 +241,10 @@ std::string renderReportText(const Report& r) {
   out += "\nfindings (the first is the one to fix first):\n";
   if (r.findings.empty()) out += "  none\n";
   for (const auto& f : r.findings) {
-    out += fmt::format("  [{}, {} confidence] {}{}: {}\n", severityName(f.severity), confidenceName(f.confidence),
-                       findingKindName(f.kind), parts::rankSuffix(f), f.evidence);
+    out +=
+        fmt::format("  [{}, {} confidence] {}{}{}: {}\n", severityName(f.severity), confidenceName(f.confidence),
+                    findingKindName(f.kind), parts::rankSuffix(f),
+                    f.lostShare ? fmt::format(", explains {} of the run", percent(*f.lostShare, 1)) : "", f.evidence);
     out += fmt::format("      fix: {}\n      to confirm: {}\n", f.fix, f.confirm);
   }
   if (!t.ranks.empty()) out += "\nper rank (medians over the analysed steps):\n" + textTable(parts::rankTable(t));

@@ -54,6 +54,33 @@ void steps(const TimingAnalysis& t, html::Page& page) {
   page.table(table.header, table.rows);
 }
 
+// The lost time as a waterfall from the ideal step to the measured one, and a rank x step heat
+// map of the waits and of the compute.
+void lostTime(const TimingAnalysis& t, html::Page& page) {
+  const auto& l = t.lost;
+  const double n = static_cast<double>(std::max<size_t>(1, l.steps));
+  page.heading(2, "Where the time went");
+  page.paragraph(parts::lossSummary(l) + ".");
+  std::vector<std::pair<std::string, double>> parts;
+  for (StepPart p : kStepParts)
+    if (p != StepPart::kCompute) parts.emplace_back(std::string(stepPartName(p)), l.lostMs[p] / n);
+  page.raw(html::waterfall("Ideal step -> measured step (mean ms per step)", {"ideal step", l.idealMs / n}, parts,
+                           "measured step", "ms"));
+  std::vector<std::string> rows, columns;
+  for (const auto& a : l.ranks) rows.push_back(fmt::format("rank {}", a.rank));
+  for (auto s : t.matrixSteps) columns.push_back(fmt::format("step {}", s));
+  auto byRank = [&](const std::vector<std::vector<double>>& perStep) {
+    std::vector<std::vector<double>> out(rows.size());
+    for (const auto& step : perStep)
+      for (size_t i = 0; i < step.size() && i < out.size(); ++i) out[i].push_back(step[i]);
+    return out;
+  };
+  page.raw(html::heatMap("Waiting per rank and step (data, CPU, transfer, late peers; ms)", rows, columns,
+                         byRank(l.waitMatrix), "ms"));
+  page.raw(html::heatMap("Compute per rank and step (ms)", rows, columns, byRank(l.computeMatrix), "ms"));
+  page.paragraph(parts::accountingSummary(l));
+}
+
 // Samples of all ranks on one time axis, in half-second slots from the first sample.
 void utilisationCharts(const RunData& run, html::Page& page) {
   constexpr double kSlotS = 0.5;
@@ -145,9 +172,10 @@ std::string renderReportHtml(const Report& r) {
   page.heading(1, "ddprof report");
   page.raw("<p class=\"muted\">" + html::escape(r.run.dir) + "</p>\n");
   findings(r, page);
-  if (r.timing.stepsAnalysed > 0)
+  if (r.timing.stepsAnalysed > 0) {
+    lostTime(r.timing, page);
     steps(r.timing, page);
-  else
+  } else
     page.paragraph("Not measured: " + parts::notMeasured(r));
   for (const auto& line : parts::sourceLines(r)) page.paragraph(line);
   if (!r.run.utilisation.empty()) {

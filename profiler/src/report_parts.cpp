@@ -15,20 +15,82 @@ std::string rankSuffix(const Finding& f) {
   return (f.ranks.size() == 1 ? " (rank " : " (ranks ") + rankList(f.ranks) + ")";
 }
 
+namespace {
+
+std::string partLabel(const LostTime& l, StepPart p) {
+  switch (p) {
+    case StepPart::kPeerWait:
+      if (l.pattern == LatePattern::kPersistent)
+        return fmt::format("waiting for late peers (persistent: rank {})", l.lateRank);
+      if (l.pattern == LatePattern::kBursts)
+        return fmt::format("waiting for late peers (in bursts, rank {} late in most)", l.lateRank);
+      if (l.pattern == LatePattern::kRotating) return "waiting for late peers (rotating: no rank is slow on average)";
+      return "waiting for late peers";
+    case StepPart::kCpuWait:
+      return "waiting for a CPU";
+    case StepPart::kTransfer:
+      return "transfer";
+    case StepPart::kData:
+      return "data";
+    case StepPart::kCompute:
+      break;
+  }
+  return std::string(stepPartName(p));
+}
+
+}  // namespace
+
+std::string lossSummary(const LostTime& l) {
+  std::vector<std::pair<double, StepPart>> parts;
+  for (StepPart p : kStepParts)
+    if (p != StepPart::kCompute) parts.emplace_back(l.lostMs[p], p);
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [ms, p] : parts)
+    if (l.share(ms) >= 0.005)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", percent(l.share(ms), 0), partLabel(l, p));
+  return fmt::format("{} of the run is lost{}", percent(l.share(l.lostTotalMs()), 0), out.empty() ? "" : ": " + out);
+}
+
+std::string accountingSummary(const LostTime& l) {
+  if (l.steps == 0) return "";
+  const double n = static_cast<double>(l.steps);
+  std::string out = fmt::format(
+      "where the time went: ideal step {:.2f} ms (compute {:.2f}, the transfer the link needs {:.2f}{}) -> measured "
+      "{:.2f} ms; lost {:.2f} ms a step:",
+      l.idealMs / n, l.idealComputeMs / n, l.idealTransferMs / n,
+      l.linkBusbwGbps ? fmt::format(" at {:.3g} GB/s, {}", *l.linkBusbwGbps, l.linkSource) : "", l.measuredMs / n,
+      l.lostTotalMs() / n);
+  for (StepPart p : kStepParts)
+    if (p != StepPart::kCompute) out += fmt::format(" {} {:.2f}", stepPartName(p), l.lostMs[p] / n);
+  const double peer = l.lostMs[StepPart::kPeerWait];
+  if (peer > 0) {
+    std::string who;
+    for (const auto& a : l.ranks)
+      if (a.causedPeerWaitMs >= 0.1 * peer)
+        who += fmt::format("{}rank {} {} (late in {} steps)", who.empty() ? "" : ", ", a.rank,
+                           percent(a.causedPeerWaitMs / peer, 0), a.lateSteps);
+    out += fmt::format("; the waits for late peers were caused by {}", who);
+  }
+  return out;
+}
+
 std::string verdict(const Report& r) {
   const auto& t = r.timing;
   auto problem = std::find_if(r.findings.begin(), r.findings.end(),
                               [](const Finding& f) { return f.severity != Severity::kInfo; });
+  const bool failure = problem != r.findings.end() && isFailure(problem->kind);
+  const std::string loss = t.stepsAnalysed > 0 && !failure ? lossSummary(t.lost) + "; " : "";
   if (problem != r.findings.end())
-    return fmt::format("fix first: {}{}, {} confidence: {}", findingKindName(problem->kind), rankSuffix(*problem),
-                       confidenceName(problem->confidence), problem->fix);
+    return fmt::format("{}fix first: {}{}, {} confidence: {}", loss, findingKindName(problem->kind),
+                       rankSuffix(*problem), confidenceName(problem->confidence), problem->fix);
   if (t.stepsAnalysed == 0) return "not measured: " + notMeasured(r);
   const double computing = 1 - t.exposedCommShare - t.phaseShare[Phase::kData];
   return fmt::format(
-      "healthy: no rule found a problem; the ranks compute {} of each step, wait {} on communication and {} on data, "
-      "at {:.1f} samples/s",
-      percent(std::max(0.0, computing), 0), percent(t.exposedCommShare, 0), percent(t.phaseShare[Phase::kData], 0),
-      t.samplesPerSecond);
+      "healthy: {} (under {}); the ranks compute {} of each step, wait {} on communication and {} on data, at {:.1f} "
+      "samples/s",
+      lossSummary(t.lost), percent(kHealthyLossShare, 0), percent(std::max(0.0, computing), 0),
+      percent(t.exposedCommShare, 0), percent(t.phaseShare[Phase::kData], 0), t.samplesPerSecond);
 }
 
 std::string stepSummary(const TimingAnalysis& t) {

@@ -11,6 +11,12 @@ namespace ddp::profiler::parts {
 
 // "fix first: cpu_contention (rank 1), high confidence: ..." / "healthy: ..." / "not measured: ...".
 std::string verdict(const Report& r);
+// "31 % of the run is lost: 24 % waiting for late peers (rotating: no rank is slow on average), 5 %
+// transfer, 2 % data" (the lost-time accounting, largest part first).
+std::string lossSummary(const LostTime& l);
+// "where the time went: ideal step 6.10 ms (compute 5.20, the transfer the link needs 0.90) ->
+// measured 8.84 ms ..." with the late ranks; "" without analysed steps.
+std::string accountingSummary(const LostTime& l);
 // "2 ranks, 59 steps analysed (first skipped as warm-up); step 8.61 ms median, ..."
 std::string stepSummary(const TimingAnalysis& t);
 // "phases (mean share of a step): data 12.7 % forward ..."

@@ -45,6 +45,14 @@ void loadImbalance(const RunData& run, const TimingAnalysis& t, Findings& out);
 void dataBound(const RunData& run, const TimingAnalysis& t, Findings& out);
 void smallBatch(const RunData& run, const TimingAnalysis& t, Findings& out);
 
+// rules_loss.cpp: from the lost-time accounting (t.lost); explainLoss sets each finding's
+// lostShare, unexplainedLoss adds the loss no finding explains (both after the folds).
+void persistentLateRank(const RunData& run, const TimingAnalysis& t, Findings& out);
+void rotatingLateRanks(const RunData& run, const TimingAnalysis& t, Findings& out);
+void cpuContrast(const RunData& run, const TimingAnalysis& t, Findings& out);
+void explainLoss(Findings& findings, const TimingAnalysis& t);
+void unexplainedLoss(Findings& findings, const TimingAnalysis& t);
+
 // Shared by the rules: the exposed-communication threshold (comm_bound, small_batch) and the
 // hosts of the ranks (exit records; one host "" when they do not say).
 inline constexpr double kCommBoundShare = 0.25;

@@ -105,14 +105,29 @@ size_t cpuCount(const RankUtilisation& u) {
   return u.cpus ? parseCpuList(*u.cpus).size() : static_cast<size_t>(u.hostCpus.value_or(0));
 }
 
-// Whether a rank's own threads are more than the CPUs it may run on, so that what it waited for
-// on the run queue was itself: more busy threads than CPUs, or (samples without thread counts)
-// its process group keeping all of them busy.
-bool ownThreadsCompete(const RankUtilisation& u) {
+// Whether the job's own threads are more than the CPUs a rank may run on, so that what it waited
+// for on the run queue was the job itself: its busy threads, with those of the job's other ranks
+// that may run on the same CPUs, more than those CPUs (two ranks of four OpenMP threads each on two
+// shared cores), or (samples without thread counts) its process group keeping all of them busy.
+bool ownThreadsCompete(const TimingAnalysis& t, const RankUtilisation& u) {
   const auto cpus = static_cast<double>(cpuCount(u));
   if (cpus == 0) return false;
-  if (u.busyThreadsMean) return *u.busyThreadsMean >= cpus + 0.5;
-  return u.cpuPctMean >= kFillsCpusShare * 100 * cpus;
+  if (!u.busyThreadsMean) return u.cpuPctMean >= kFillsCpusShare * 100 * cpus;
+  double threads = *u.busyThreadsMean;
+  std::set<int> all;
+  if (u.cpus) {
+    const auto mine = parseCpuList(*u.cpus);
+    all.insert(mine.begin(), mine.end());
+    for (const auto& v : t.utilisation) {
+      if (v.rank == u.rank || !v.cpus || !v.busyThreadsMean) continue;
+      const auto theirs = parseCpuList(*v.cpus);
+      if (std::any_of(theirs.begin(), theirs.end(), [&](int c) { return std::count(mine.begin(), mine.end(), c); })) {
+        threads += *v.busyThreadsMean;
+        all.insert(theirs.begin(), theirs.end());
+      }
+    }
+  }
+  return threads >= std::max(cpus, static_cast<double>(all.size())) + 0.5;
 }
 
 // Hosts whose ranks outnumber the CPUs they may run on; returns the ranks it covered.
@@ -147,7 +162,7 @@ void shortOfCpu(const TimingAnalysis& t, const std::vector<const RankUtilisation
     const bool quota = u->throttledPctMean.value_or(0) >= kThrottledPct;
     if (!quota && u->runDelayPctMean.value_or(0) < kRunDelayPct) continue;
     const auto others = competitors(*u);
-    if (!quota && others.empty() && ownThreadsCompete(*u)) continue;  // threadsOversubscribed's
+    if (!quota && others.empty() && ownThreadsCompete(t, *u)) continue;  // threadsOversubscribed's
     Group& g = groups[quota ? "quota" : others.empty() ? "queue" : "process " + others.front().name];
     g.ranks.push_back(u);
     for (const auto& o : others)
@@ -236,7 +251,7 @@ void threadsOversubscribed(const RunData& run, const TimingAnalysis& t, Findings
   std::set<size_t> cpuCounts;
   for (const auto& u : t.utilisation) {
     if (crowded.count(u.rank) || u.runDelayPctMean.value_or(0) < kRunDelayPct ||
-        u.throttledPctMean.value_or(0) >= kThrottledPct || !competitors(u).empty() || !ownThreadsCompete(u))
+        u.throttledPctMean.value_or(0) >= kThrottledPct || !competitors(u).empty() || !ownThreadsCompete(t, u))
       continue;
     ranks.push_back(u.rank);
     delayLo = std::min(delayLo, *u.runDelayPctMean), delayHi = std::max(delayHi, *u.runDelayPctMean);
@@ -250,11 +265,20 @@ void threadsOversubscribed(const RunData& run, const TimingAnalysis& t, Findings
   const std::string cpus = cpuCounts.size() == 1 ? fmt::format("{} CPU(s)", *cpuCounts.begin()) : "CPUs";
   const std::string threads = threadsHi > 0 ? fmt::format("{} busy threads on {}", range(threadsLo, threadsHi), cpus)
                                             : fmt::format("{} % CPU on {}", range(cpuLo, cpuHi), cpus);
+  std::string set;  // the thread counts the ranks were started with
+  for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"})
+    if (auto it = run.environment.find(name); it != run.environment.end())
+      set += fmt::format("{}{}={}", set.empty() ? "" : ", ", name, it->second);
   add(out, FindingKind::kThreadsOversubscribed, Severity::kWarning, ranks,
       fmt::format("{} {} ran {}{}, and {} busiest thread waited for a CPU {} % of the time with nothing outside the "
                   "job on {} CPUs: {} own threads compete for them",
                   one ? "rank" : "ranks", rankList(ranks), threads, one ? "" : " each", one ? "its" : "each one's",
-                  range(delayLo, delayHi), one ? "its" : "their", one ? "its" : "their"),
+                  range(delayLo, delayHi), one ? "its" : "their", one ? "its" : "their") +
+          (set.empty() ? "" : fmt::format(" (the ranks were started with {})", set)) +
+          (ranks.size() > 1 && cpuCounts.size() == 1 &&
+                   *cpuCounts.begin() < ranks.size() * static_cast<size_t>(threadsLo)
+               ? std::string(", and the ranks share those CPUs: the job runs more threads than they have cores")
+               : std::string()),
       "no more busy threads per rank than cores: OMP_NUM_THREADS / torch.set_num_threads(cores per rank), more cores "
       "per rank (taskset; mpirun --map-by slot:PE=N) so that communication threads do not wait for the compute",
       Confidence::kMedium, "top -H -p PID of the rank while it runs: its threads, each with its CPU share");

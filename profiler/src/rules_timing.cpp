@@ -33,14 +33,7 @@ struct Reference {
 };
 std::optional<Reference> linkReference(const RunData& run, const TimingAnalysis& t) {
   if (t.allreduceBytesPerStep == 0) return std::nullopt;
-  const auto rows = allreduceBench(run);
-  const BenchRow* best = nullptr;
-  auto distance = [&](const BenchRow& b) {
-    return std::abs(
-        std::log(static_cast<double>(std::max<int64_t>(1, b.bytes)) / static_cast<double>(t.allreduceBytesPerStep)));
-  };
-  for (const auto& b : rows)
-    if (!best || distance(b) < distance(*best)) best = &b;
+  const auto best = nearestAllreduceBench(run, t.allreduceBytesPerStep);
   if (!best) return std::nullopt;
   return Reference{best->busbwGbps, fmt::format("ddpbench's {} allreduce of {} bytes at {} ranks", best->backend,
                                                 best->bytes, best->nranks)};
@@ -275,6 +268,29 @@ std::map<int, DataLoaderFacts> trainingLoaders(const RunData& run) {
   return out;
 }
 
+// How much of the time a rank's DataLoader workers were on the CPU (their CPU over their count,
+// the mean over the ranks' samples) and how many were in I/O: busy workers are held back by the
+// transform, idle ones by what they read.
+constexpr double kWorkersWaitShare = 0.5;     // each worker on the CPU less than this: they wait
+constexpr double kWorkersBusyShare = 0.8;     // ... this much or more: they compute
+constexpr double kWorkersCpuWaitShare = 0.2;  // each worker waiting for a CPU this much: short of cores
+struct WorkersBusy {
+  double cpuShare = 0, inIo = 0, cpuWait = 0;
+};
+std::optional<WorkersBusy> workersBusy(const TimingAnalysis& t, const std::vector<int>& ranks) {
+  double share = 0, io = 0, wait = 0;
+  int n = 0;
+  for (const auto& u : t.utilisation)
+    if (std::count(ranks.begin(), ranks.end(), u.rank) && u.helpersMean && *u.helpersMean > 0 && u.helpersCpuPctMean) {
+      share += *u.helpersCpuPctMean / 100 / *u.helpersMean;
+      io += u.helpersInIoMean.value_or(0);
+      wait += u.helpersDelayPctMean.value_or(0) / 100;
+      ++n;
+    }
+  if (n == 0) return std::nullopt;
+  return WorkersBusy{share / n, io / n, wait / n};
+}
+
 // A data-bound Python job whose DataLoader settings are known: what to change in them.
 bool dataloaderStarved(const RunData& run, const TimingAnalysis& t, double data, Findings& out) {
   const auto loaders = trainingLoaders(run);
@@ -298,27 +314,59 @@ bool dataloaderStarved(const RunData& run, const TimingAnalysis& t, double data,
                   percent(data, 0), (ranks.size() == 1 ? "rank " : "ranks ") + rankList(ranks), workers);
   evidence += workers == 0 ? ": the training process itself loads and transforms every batch while the model waits"
                            : ": its workers do not keep up with the model";
+  // Why the workers do not keep up: they wait for a CPU (they share the training loop's cores),
+  // they wait off the CPU (reads), or they compute (the transform).
+  enum class Limit { kUnknown, kCores, kReads, kTransform } limit = Limit::kUnknown;
+  const auto busy = workers > 0 ? workersBusy(t, ranks) : std::nullopt;
+  if (busy) {
+    limit = busy->cpuWait >= kWorkersCpuWaitShare ? Limit::kCores
+            : busy->cpuShare < kWorkersWaitShare  ? Limit::kReads
+            : busy->cpuShare >= kWorkersBusyShare ? Limit::kTransform
+                                                  : Limit::kUnknown;
+    evidence +=
+        fmt::format("; each worker was on the CPU {} of the time and waited for one {}{}: {}",
+                    percent(busy->cpuShare, 0), percent(busy->cpuWait, 0),
+                    busy->inIo > 0 ? fmt::format(" ({:.1f} of them in I/O when sampled, on average)", busy->inIo) : "",
+                    limit == Limit::kCores   ? "they wait for the cores the training loop computes on"
+                    : limit == Limit::kReads ? "they wait off the CPU, on reads (or a remote source, a sleep, a lock)"
+                    : limit == Limit::kTransform ? "they are busy computing: the transform is the limit"
+                                                 : "they both compute and wait");
+  }
   if (cuda && !pinned) evidence += "; pin_memory=False on a GPU";
-  std::string fix = workers == 0 ? fmt::format("DataLoader(num_workers=N) with N {}, persistent_workers=True", target)
-                                 : fmt::format(
-                                       "more workers ({}), or a cheaper transform: move it to the GPU, or "
-                                       "precompute it once",
-                                       target);
+  std::string fix =
+      workers == 0 ? fmt::format("DataLoader(num_workers=N) with N {}, persistent_workers=True", target)
+      : limit == Limit::kCores
+          ? "cores for the workers: more cores per rank (fewer ranks per host, taskset / mpirun --map-by "
+            "slot:PE=N), or fewer, cheaper workers; workers that share the training loop's core only take turns with it"
+      : limit == Limit::kReads
+          ? fmt::format(
+                "faster storage for the dataset (local NVMe, a page-cache-sized working set, a packed shard format "
+                "read sequentially); meanwhile more workers overlap the waits: workers that wait use no core, so "
+                "more of them than cores ({} now) help",
+                workers)
+          : fmt::format(
+                "more workers ({}), or a cheaper transform: move it to the GPU, or "
+                "precompute it once",
+                target);
   if (cuda && !pinned) fix += "; pin_memory=True";
-  fix += "; then faster storage (local NVMe) if the workers wait on reads";
+  if (limit == Limit::kUnknown || limit == Limit::kTransform)
+    fix += "; then faster storage (local NVMe) if the workers wait on reads";
   add(out, FindingKind::kDataloaderStarved, data >= kDataBoundCritical ? Severity::kCritical : Severity::kWarning, {},
       evidence, fix, workers == 0 || data >= kDataBoundCritical ? Confidence::kHigh : Confidence::kMedium,
       "time one pass over the DataLoader alone (for batch in loader: pass) against the step time");
   return true;
 }
 
+// The data wait is lost time as it stands (the accounting's data part): a finding from the healthy
+// share of the run on.
 void dataBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
   const double data = t.phaseShare[Phase::kData];
-  if (data < kDataBoundShare || dataloaderStarved(run, t, data, out)) return;
+  if (data < kHealthyLossShare || dataloaderStarved(run, t, data, out)) return;
   add(out, FindingKind::kDataBound, data >= kDataBoundCritical ? Severity::kCritical : Severity::kWarning, {},
-      fmt::format("loading data takes {} of each step", percent(data, 0)),
-      "more data-loader workers (about the CPU cores), pinned memory and prefetching, faster storage (local NVMe), "
-      "efficient shard formats",
+      fmt::format("loading data takes {} of each step{}", percent(data, 0),
+                  data < kDataBoundShare ? ", all of it time the model waits" : ""),
+      "load the next batches while the model computes: data-loader workers (about the CPU cores), pinned memory and "
+      "prefetching; then faster storage (local NVMe), efficient shard formats",
       data >= kDataBoundCritical ? Confidence::kHigh : Confidence::kMedium,
       "iterate the data loader alone, without training, and time a batch");
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -92,6 +93,8 @@ void loadManifest(const std::string& file, RunData& run, std::vector<EarlierAtte
     earlier = manifest.earlierAttempts;
     run.command = manifest.command;
     run.instance = manifest.instanceName().value_or("");
+    run.environment = manifest.environment;
+    for (const auto& [name, value] : manifest.rankEnvironment) run.environment[name] = value;
     for (const auto& h : manifest.hosts) run.hosts.insert(h.host);
   } catch (const Error& e) {
     run.problems.push_back(fmt::format("{}: {}", file, e.what()));
@@ -239,6 +242,17 @@ std::vector<BenchRow> allreduceBench(const RunData& run) {
     if (backend && row.backend == *backend) own.push_back(row);
   }
   return own.empty() ? all : own;
+}
+
+std::optional<BenchRow> nearestAllreduceBench(const RunData& run, uint64_t bytes) {
+  std::optional<BenchRow> best;
+  auto distance = [&](const BenchRow& b) {
+    return std::abs(std::log(static_cast<double>(std::max<int64_t>(1, b.bytes)) /
+                             static_cast<double>(std::max<uint64_t>(1, bytes))));
+  };
+  for (const auto& b : allreduceBench(run))
+    if (!best || distance(b) < distance(*best)) best = b;
+  return best;
 }
 
 std::optional<std::pair<int64_t, double>> largestAllreduceBusbw(const RunData& run) {

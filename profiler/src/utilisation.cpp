@@ -41,6 +41,13 @@ void summariseScheduling(const std::vector<UtilSample>& samples, RankUtilisation
     return s.busyThreads ? std::optional<double>(*s.busyThreads) : std::nullopt;
   });
   u.hostBusyPctMean = meanOf(samples, [](const UtilSample& s) { return s.hostBusyPct; });
+  u.helpersMean =
+      meanOf(samples, [](const UtilSample& s) { return s.helpers ? std::optional<double>(*s.helpers) : std::nullopt; });
+  u.helpersCpuPctMean = meanOf(samples, [](const UtilSample& s) { return s.helpersCpuPct; });
+  u.helpersDelayPctMean = meanOf(samples, [](const UtilSample& s) { return s.helpersDelayPct; });
+  u.helpersInIoMean = meanOf(samples, [](const UtilSample& s) {
+    return s.helpersInIo ? std::optional<double>(*s.helpersInIo) : std::nullopt;
+  });
   u.stealPctMean = meanOf(samples, [](const UtilSample& s) { return s.stealPct; });
   u.load1Mean = meanOf(samples, [](const UtilSample& s) { return s.load1; });
   for (const auto& s : samples) {

@@ -2,6 +2,7 @@
 // Analyses of a loaded run (pure functions): timing statistics, findings, scaling
 // (docs/profiler.md).
 
+#include "ddp/profiler/accounting.hpp"
 #include "ddp/profiler/run.hpp"
 
 #include <map>
@@ -60,6 +61,9 @@ struct RankUtilisation {
   std::optional<double> busyThreadsMean;                   // threads using ≥ 10 % of a CPU
   std::optional<std::string> cpus;                         // the CPUs it may run on (the last sample's)
   size_t stoppedSamples = 0;                               // samples that saw it stopped (state T)
+  std::optional<double> helpersMean, helpersCpuPctMean;    // its helper processes (DataLoader workers) and their CPU
+  std::optional<double> helpersInIoMean;                   // of them, in uninterruptible I/O when sampled
+  std::optional<double> helpersDelayPctMean;               // their run-queue wait per helper, % of the time
   std::optional<int> hostCpus;
   std::optional<double> hostBusyPctMean, stealPctMean, load1Mean;
   std::vector<OtherProcess> others;  // the busiest outside processes seen, each at its highest CPU
@@ -104,6 +108,7 @@ struct TimingAnalysis {
   std::vector<int> shortRanks;    // fewer steps than the longest rank
   size_t maxSteps = 0;
   std::vector<RankUtilisation> utilisation;  // analyseUtilisation over the analysed steps, for the rules and renderers
+  LostTime lost;                             // where the time went (accounting.hpp)
 };
 
 TimingAnalysis analyseTimings(const RunData& run);
@@ -140,8 +145,12 @@ enum class FindingKind {
   kGpuThrottled,           // a GPU's clocks held down by power or thermal limits
   kThreadsOversubscribed,  // a rank's own threads more than its CPUs: they wait for one another
   kDataloaderStarved,      // data-bound, with the PyTorch DataLoader's settings that cause it
+  kVariableWork,           // the ranks wait for one another in turn: each step's work differs between ranks
+  kUnexplainedLoss,        // time lost (accounting.hpp) that no other finding explains
 };
 std::string_view findingKindName(FindingKind kind);  // "rank_failed", "comm_bound", ...
+// A rank or host that failed, NCCL errors, ranks that wrote nothing: fixed before any loss.
+bool isFailure(FindingKind kind);
 
 struct Finding {
   FindingKind kind = FindingKind::kCommBound;
@@ -151,6 +160,9 @@ struct Finding {
   std::string fix;
   Confidence confidence = Confidence::kMedium;
   std::string confirm;  // one check or command that would confirm it
+  // The share of the run's time it explains (what its fix would win back, from the lost-time
+  // accounting); none for findings the accounting cannot measure (GPU, failures).
+  std::optional<double> lostShare;
 };
 
 // Rules over timings, utilisation samples, NCCL facts and exit records. Ordered so that the

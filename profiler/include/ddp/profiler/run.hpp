@@ -44,9 +44,12 @@ struct RunData {
   std::optional<int> worldSize;      // run.json "np", else the records' world_size
   std::vector<std::string> command;  // run.json "command": program and arguments
   std::string instance;              // run.json "instance" "name" (ddprun --instance), if given
-  std::optional<NcclFacts> nccl;     // when nccl/*.log exist
-  std::set<std::string> hosts;       // where ranks ran: exit records, else run.json "hosts", else NCCL
-  std::vector<BenchRow> bench;       // ddpbench*.json in the run directory
+  // run.json "environment" with "rank_environment" over it: what the ranks were started with
+  // (secrets left out), e.g. OMP_NUM_THREADS.
+  std::map<std::string, std::string> environment;
+  std::optional<NcclFacts> nccl;  // when nccl/*.log exist
+  std::set<std::string> hosts;    // where ranks ran: exit records, else run.json "hosts", else NCCL
+  std::vector<BenchRow> bench;    // ddpbench*.json in the run directory
   std::map<int, std::vector<UtilSample>> utilisation;  // rank -> samples in time order
   std::map<int, TimingSource> sources;                 // rank -> where its timings came from (source.json)
   std::vector<AttemptSteps> attempts;                  // when the job was restarted: every attempt, in order
@@ -63,6 +66,8 @@ std::vector<BenchRow> loadBenchFile(const std::string& file, std::vector<std::st
 // ddpbench's allreduce rows in the run directory: those of the run's own --backend when there are
 // some (main-job.sh leaves an mpi and a gloo sweep beside a run of one of them), else all.
 std::vector<BenchRow> allreduceBench(const RunData& run);
+// Of those, the row at the size nearest `bytes` (on a log scale), if any.
+std::optional<BenchRow> nearestAllreduceBench(const RunData& run, uint64_t bytes);
 // Of those, the largest size and its bus bandwidth (the better of in and out of place), if any.
 std::optional<std::pair<int64_t, double>> largestAllreduceBusbw(const RunData& run);
 

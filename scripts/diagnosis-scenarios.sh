@@ -3,8 +3,10 @@
 # outside the program (pinned ranks, ordinary busy processes, CPU quotas, SIGSTOP/SIGCONT, a slow
 # link between simulated hosts, a real NCCL log), each run under `ddprun --profile`; the report's
 # first finding is compared with the cause. Every scenario runs N times (default 3): the answer
-# must not flip from run to run. --smoke: one run of the quick scenarios (CTest). --doc: writes the
-# table into docs/diagnosis.md. Exits 1 when a run's first finding is not the expected one.
+# must not flip from run to run. --smoke: one run of the quick scenarios (CTest). --doc: appends
+# the runs to bench/results/diagnosis-scenarios.jsonl (with the commit) and writes the table into
+# docs/diagnosis.md from the latest N runs of every scenario recorded there, so that a rerun of
+# some scenarios keeps the others' rows. Exits 1 when a run's first finding is not the expected one.
 # A pinned scenario where no rank is at fault whose first finding names one rank instead gets a
 # control run with each rank on the other's core. The finding is the machine's when it follows the
 # core (a vCPU the hypervisor or another process slows: on this machine one vCPU at times runs the
@@ -49,13 +51,16 @@ cleanup() {
 }
 trap cleanup EXIT
 results=$work/results.jsonl
+recorded=$root/bench/results/diagnosis-scenarios.jsonl
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$root" diff --quiet HEAD -- 2>/dev/null || commit+="+"  # with changes not committed
 
 # The expected first finding of each scenario ("none": no warning or critical finding at all),
 # what makes it, and the program each rank runs: train on a core of its own (taskset -c RANK).
 declare -A expect=([healthy]=none [nice-busy-core-1]=none [busy-core-1]="cpu_contention 1" [busy-core-0]="cpu_contention 0"
   [shared-core]="cpu_contention 0,1" [quota-1]="cpu_contention 1" [sigstop-1]="stalls 1"
   [oversubscribed]="cpu_contention 0,1,2,3" [small-batch]="small_batch|comm_bound" [socket-fallback]=socket_fallback
-  [python-worker-core]=dataloader_starved [python-data]=dataloader_starved [python-slow-shard]="straggler 1"
+  [python-worker-core]="dataloader_starved|comm_bound" [python-data]=dataloader_starved [python-slow-shard]="straggler 1"
   [slow-link]=comm_bound [healthy-wide]=none [healthy-tokens]=none [variable-work]=variable_work
   [slow-backward-1]="straggler 1" [intermittent-1]="cpu_contention 1" [own-threads]=threads_oversubscribed
   [slow-storage]=dataloader_starved)
@@ -69,7 +74,7 @@ declare -A made=(
   [sigstop-1]="rank 1's process stopped for 0.3 s and continued, 8 times 0.4 s apart (kill -STOP / -CONT)"
   [oversubscribed]="the README's main job: 4 ranks of train --model mlp on this 2-core machine"
   [small-batch]="2 pinned ranks of train --backend gloo --model mlp --batch-size 2: 2.7 MB of gradients for 2 samples a step (right: small_batch, or comm_bound with its larger-batch fix once the transfer alone is 25 % of the step)"
-  [python-worker-core]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py: DistributedSampler, a DataLoader worker, evaluation each epoch), 2 ranks each pinned to one core that its DataLoader worker shares"
+  [python-worker-core]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py: DistributedSampler, a DataLoader worker, evaluation each epoch), 2 ranks each pinned to one core that its DataLoader worker shares (right: the starved loader, or comm_bound: Gloo's transfer needs the same core; each costs about a fifth of the run)"
   [python-data]="an unchanged PyTorch DDP script (tests/python/scripts/heavy_transform.py): a heavy per-sample transform in a DataLoader with num_workers=0, 2 pinned ranks"
   [python-slow-shard]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py) whose rank 1 reads a slow dataset (0.25 ms a sample), num_workers=0"
   [socket-fallback]="a healthy run's directory with a real 2-host NCCL log on TCP sockets (fixture 13)"
@@ -242,31 +247,35 @@ for name in "${chosen[@]}"; do
         judge_by_control "$name" "$run" "$ranks" "$want"
       fi
     fi
-    echo "{\"scenario\": \"$name\", \"run\": $i, \"kind\": \"$kind\", \"ranks\": \"$ranks\", \"confidence\": \"$confidence\", \"run_delay_pct\": \"$delay\", \"control\": \"$control\", \"status\": \"${status}\"}" | tee -a "$results"
+    echo "{\"scenario\": \"$name\", \"commit\": \"$commit\", \"run\": $i, \"kind\": \"$kind\", \"ranks\": \"$ranks\", \"confidence\": \"$confidence\", \"run_delay_pct\": \"$delay\", \"control\": \"$control\", \"status\": \"${status}\"}" | tee -a "$results"
   done
 done
 
 meta=$work/meta.tsv
 for name in "${all[@]}"; do printf '%s\t%s\t%s\n' "$name" "${expect[$name]}" "${made[$name]}"; done >"$meta"
-/usr/bin/python3 - "$results" "$doc" "$root" "$repeat" "$meta" <<'PY'
+((doc)) && mkdir -p "$(dirname "$recorded")" && cat "$results" >>"$recorded"
+/usr/bin/python3 - "$results" "$doc" "$root" "$repeat" "$meta" "$recorded" <<'PY'
 import json, subprocess, sys, collections
 results, doc, root, repeat = sys.argv[1], sys.argv[2] == "1", sys.argv[3], int(sys.argv[4])
 meta = [line.rstrip("\n").split("\t") for line in open(sys.argv[5])]
 expect = {m[0]: m[1] for m in meta}
 made = {m[0]: m[2] for m in meta}
 rows = [json.loads(l) for l in open(results) if l.strip()]
-by = collections.OrderedDict()
-for r in rows:
-    by.setdefault(r["scenario"], []).append(r)
 failed = [r for r in rows if r["status"] != "ok"]
 print(f"{len(rows) - len(failed)} of {len(rows)} runs found the expected first finding")
 if doc:
+    # The latest `repeat` runs of every scenario known today, of all that were recorded.
+    recorded = collections.OrderedDict((m[0], []) for m in meta)
+    for line in open(sys.argv[6]):
+        if line.strip() and json.loads(line)["scenario"] in recorded:
+            recorded[json.loads(line)["scenario"]].append(json.loads(line))
+    by = collections.OrderedDict((k, v[-repeat:]) for k, v in recorded.items() if v)
     lines = ["## Scenarios (`scripts/diagnosis-scenarios.sh`)", "",
              f"Each cause made from outside the program, each scenario run {repeat} times under `ddprun --profile` on this "
              "2-core machine; the first finding that is a warning or worse is compared with the cause (`none`: the report "
              "must have no warning at all).", "",
-             "| scenario | how it was made | expected first finding | what the reports said | ranks' run-queue wait, % of their time (lowest–highest rank, each run) | |",
-             "|---|---|---|---|---|---|"]
+             "| scenario | how it was made | expected first finding | what the reports said | ranks' run-queue wait, % of their time (lowest–highest rank, each run) | | commit |",
+             "|---|---|---|---|---|---|---|"]
     for name, rs in by.items():
         said = "; ".join(f"{r['kind']}" + (f" ({'ranks' if ',' in r['ranks'] else 'rank'} "
                                             f"{r['ranks'].replace(',', ', ')})" if r["ranks"] != "-" else "") +
@@ -276,7 +285,7 @@ if doc:
         ok = all(r["status"] == "ok" for r in rs)
         waits = "; ".join(r["run_delay_pct"].replace("-", "–") if r["run_delay_pct"] != "-" else "–" for r in rs)
         lines.append(f"| `{name}` | {made.get(name, '')} | {expect.get(name, '').replace('|', ' or ')} | {said} | {waits} | "
-                     f"{'pass' if ok else 'FAIL'} |")
+                     f"{'pass' if ok else 'FAIL'} | {', '.join(sorted({r.get('commit', '?') for r in rs}))} |")
     lines += ["", f"{sum(all(r['status'] == 'ok' for r in rs) for rs in by.values())} of {len(by)} scenarios pass in every run."]
     subprocess.run(["/usr/bin/python3", f"{root}/bench/update_section.py", f"{root}/docs/diagnosis.md", "scenarios"],
                    input="\n".join(lines), text=True, check=True)

@@ -111,7 +111,7 @@ struct RankStep {
 // charged to it, split over the phases of its step that ran longer than the others' mean, and the
 // first bucket at which it was behind by half its final lag.
 void chargeLateRank(const Records& ranks, const std::map<int, RankStep>& parts, std::map<int, RankAccount*>& byRank,
-                    double causedMs) {
+                    double causedMs, bool stalled) {
   int late = -1;
   double least = 1e300;
   for (const auto& [rank, r] : ranks)
@@ -119,7 +119,8 @@ void chargeLateRank(const Records& ranks, const std::map<int, RankStep>& parts, 
   auto& account = *byRank.at(late);
   ++account.lateSteps;
   account.causedPeerWaitMs += causedMs;
-  if (causedMs <= 0) return;
+  if (stalled) account.causedInStallsMs += causedMs;
+  if (causedMs <= 0 || stalled) return;
   const auto& own = *ranks.at(late);
   const double others = static_cast<double>(ranks.size() - 1);
   PhaseArray<double> excess;
@@ -223,8 +224,8 @@ double LostTime::lostTotalMs() const {
   return total;
 }
 
-LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps,
-                         const std::vector<int64_t>& matrixSteps) {
+LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps, const std::vector<int64_t>& matrixSteps,
+                         const std::set<int64_t>& stalled) {
   LostTime lost;
   std::map<int64_t, Records> bySteps;
   for (const auto& [rank, records] : run.timings)
@@ -241,6 +242,7 @@ LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps,
   const std::set<int64_t> keep(matrixSteps.begin(), matrixSteps.end());
   for (const auto& ranks : analysed) {
     const double n = static_cast<double>(ranks.size());
+    const bool stall = stalled.count(ranks.begin()->second->step) > 0;
     double transfer = 1e300;
     for (const auto& [rank, r] : ranks) transfer = std::min(transfer, r->phasesMs[Phase::kCommWait]);
     std::map<int, RankStep> parts;
@@ -264,15 +266,18 @@ LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps,
       meanStep += r->stepMs / n;
       meanCompute += p.ms[StepPart::kCompute] / n;
       peerSum += p.ms[StepPart::kPeerWait];
-      for (StepPart part : {StepPart::kCpuWait, StepPart::kData, StepPart::kPeerWait})
+      for (StepPart part : {StepPart::kCpuWait, StepPart::kData, StepPart::kPeerWait}) {
         lost.lostMs[part] += p.ms[part] / n;
+        if (stall) lost.lostInStallsMs[part] += p.ms[part] / n;
+      }
     }
     const double ideal = idealTransferMs(ranks, transfer, lost);
     lost.lostMs[StepPart::kTransfer] += transfer - ideal;
+    if (stall) lost.lostInStallsMs[StepPart::kTransfer] += transfer - ideal;
     lost.idealTransferMs += ideal;
     lost.idealComputeMs += meanCompute;
     lost.measuredMs += meanStep;
-    if (ranks.size() > 1) chargeLateRank(ranks, parts, byRank, peerSum / n);
+    if (ranks.size() > 1) chargeLateRank(ranks, parts, byRank, peerSum / n, stall);
     causedPerStep.push_back(peerSum / n);
     if (keep.count(ranks.begin()->second->step)) {
       std::vector<double> wait, compute;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace ddp::profiler {
 namespace {
@@ -293,7 +294,9 @@ TimingAnalysis analyseTimings(const RunData& run) {
   summariseRanks(run, sums, common.size(), a);
   findStalls(run, common, bySteps, sums, a);
   fillMatrix(common, bySteps, a);
-  a.lost = accountLostTime(run, common, a.matrixSteps);
+  std::set<int64_t> stalled;
+  for (const auto& s : a.stalls) stalled.insert(s.step);
+  a.lost = accountLostTime(run, common, a.matrixSteps, stalled);
   a.straggler = findStraggler(a, sums);
   return a;
 }

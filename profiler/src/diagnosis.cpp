@@ -168,11 +168,15 @@ void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
   std::vector<double> otherShares, otherData;
   for (const auto& r : t.ranks) {
     if (r.rank == rank) {
-      own = r.phaseMsMedian[Phase::kData];
+      own = r.phaseMsMean[Phase::kData];
       continue;
     }
-    otherShares.push_back(r.stepMsMedian > 0 ? r.phaseMsMedian[Phase::kData] / r.stepMsMedian : 0);
-    otherData.push_back(r.phaseMsMedian[Phase::kData]);
+    // Means: a loader whose workers cannot keep up makes a long wait every few steps, which a
+    // median leaves out.
+    double step = 0;
+    for (Phase p : kPhases) step += r.phaseMsMean[p];
+    otherShares.push_back(step > 0 ? r.phaseMsMean[Phase::kData] / step : 0);
+    otherData.push_back(r.phaseMsMean[Phase::kData]);
     waited = std::max(waited, r.peerWaitMsMedian);
   }
   if (otherShares.empty()) return;
@@ -180,7 +184,7 @@ void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
   std::sort(otherData.begin(), otherData.end());
   if (otherShares[otherShares.size() / 2] >= rules::kDataBoundShare) {
     data->evidence += fmt::format(
-        "; rank {} waits longest for its data ({:.1f} ms a step against {:.1f} ms), and the "
+        "; rank {} waits longest for its data ({:.1f} ms a step on average against {:.1f} ms), and the "
         "others wait for it in the allreduce ({:.1f} ms a step)",
         rank, own, otherData[otherData.size() / 2], waited);
     findings.erase(straggler);
@@ -189,10 +193,10 @@ void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
   }
 }
 
-// Stalls spent waiting for data, beside a data finding, are the loader's cadence, not one rank's
-// stall: with K workers that cannot keep up, a batch comes after a long wait every K-th step (each
-// worker loads a whole batch while the model eats the ones before). They go into the data
-// finding's evidence, with the cadence.
+// Stalls spent waiting for data every K steps with K DataLoader workers, beside a data finding,
+// are the loader's cadence, not one rank's stall: workers that cannot keep up each load a whole
+// batch while the model eats the ones before, so a batch comes after a long wait every K-th step.
+// They go into the data finding's evidence, with the cadence.
 void foldStallsIntoData(Findings& findings, const RunData& run, const TimingAnalysis& t) {
   auto stalls =
       std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.kind == FindingKind::kStalls; });
@@ -209,19 +213,15 @@ void foldStallsIntoData(Findings& findings, const RunData& run, const TimingAnal
   int workers = 0;
   for (const auto& [rank, source] : run.sources)
     if (const auto* loader = source.busiestLoader()) workers = std::max(workers, loader->numWorkers);
-  std::string cadence;
-  if (!gaps.empty()) {
-    const auto top = std::max_element(gaps.begin(), gaps.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    if (2 * top->second >= inData.size() - 1)
-      cadence = top->first == 1 ? ", in every step"
-                                : fmt::format(", every {} steps{}", top->first,
-                                              workers == top->first
-                                                  ? fmt::format(": the cadence of {} DataLoader workers that cannot "
-                                                                "keep up, each loading a whole batch in turn",
-                                                                workers)
-                                                  : "");
-  }
-  data->evidence += fmt::format("; {} steps stalled waiting for their data{}", inData.size(), cadence);
+  if (gaps.empty() || workers == 0) return;
+  // The loader's cadence only: most gaps between the stalls the workers' count (a rank stopped
+  // in its data phase, or a slow read now and then, stays a stall).
+  const auto top = std::max_element(gaps.begin(), gaps.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  if (top->first != workers || 2 * top->second < inData.size() - 1) return;
+  data->evidence += fmt::format(
+      "; {} steps stalled waiting for their data, every {} steps: the cadence of {} DataLoader workers that cannot "
+      "keep up, each loading a whole batch in turn",
+      inData.size(), workers, workers);
   findings.erase(stalls);
 }
 

@@ -4,7 +4,7 @@
 // causes and orders the result; the thresholds are named constants beside each rule, documented
 // in docs/profiler.md and docs/diagnosis.md.
 
-#include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/diagnosis.hpp"
 
 #include <map>
 #include <optional>

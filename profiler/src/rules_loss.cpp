@@ -15,8 +15,9 @@ namespace ddp::profiler::rules {
 namespace {
 
 constexpr double kFindingShare = 0.05;  // of the run's time: the least a finding from the accounting explains
-// One rank the others wait for in most steps is said from this share of the run, as a note; a
-// warning from kFindingShare (two ranks on the two vCPUs of this machine differ by up to 4 %).
+// One rank the others wait for in most steps is said from this share of the run: a warning where
+// the run is not healthy (its loss kHealthyLossShare or more), a note where it is (the two vCPUs
+// of this machine make pinned ranks of the same job differ by up to 4 %).
 constexpr double kPersistentFindingShare = 0.02;
 constexpr double kPersistentLateSteps = 0.6;  // late in this share of the steps
 constexpr double kCpuContrastPoints = 0.05;   // a rank's CPU wait this much of its time above the others' ...
@@ -92,7 +93,7 @@ void persistentLateRank(const RunData&, const TimingAnalysis& t, Findings& out) 
       static_cast<double>(a->lateSteps) < kPersistentLateSteps * steps ||
       a->causedByCpuWaitMs >= 0.5 * a->causedPeerWaitMs)
     return;
-  const bool warn = l.share(a->causedPeerWaitMs) >= kFindingShare;
+  const bool warn = l.share(l.lostTotalMs()) >= kHealthyLossShare;
   add(out, FindingKind::kStraggler, warn ? Severity::kWarning : Severity::kInfo, {a->rank},
       fmt::format("rank {} reached the gradient allreduce last in {} of steps, and the others' wait for it is {} of "
                   "the run ({} of the waiting for late peers, {:.2f} ms a step); what made it late: {}{}",
@@ -193,7 +194,9 @@ void explainLoss(Findings& findings, const TimingAnalysis& t) {
   const auto& l = t.lost;
   if (l.measuredMs <= 0) return;
   const double exposedTransfer = l.lostMs[StepPart::kTransfer] + l.idealTransferMs;
-  double dataMs = l.lostMs[StepPart::kData];
+  // The data wait outside the stalled steps (a rank stopped in its data phase is the stalls'),
+  // and the others' wait for a rank its data made late.
+  double dataMs = l.lostMs[StepPart::kData] - l.lostInStallsMs[StepPart::kData];
   for (const auto& a : l.ranks) dataMs += a.causedByPhaseMs[Phase::kData];
   for (auto& f : findings) {
     double ms = -1;

@@ -2,7 +2,7 @@
 // step, the loss against the ideal step and its split, who made the others wait (persistent,
 // rotating, in bursts) and in which phase, input-dependent work, a rank short of CPU where the
 // others are not, and a verdict that is never "healthy" while the loss is over the threshold.
-#include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/diagnosis.hpp"
 #include "ddp/profiler/report.hpp"
 
 #include <catch2/catch.hpp>
@@ -125,13 +125,22 @@ TEST_CASE("one rank a quarter slower in backward alone: a straggler, in backward
       return w;
     });
   };
-  // A tenth slower costs the run 3 %: a note, not a warning.
-  const auto tenth = analyseTimings(slower(1.1));
-  const auto notes = diagnose(slower(1.1), tenth);
-  REQUIRE(notes.size() == 1);
-  CHECK(findingKindName(notes.front().kind) == "straggler");
-  CHECK(notes.front().severity == Severity::kInfo);
-  const auto r = slower(1.25);
+  // A run that loses less than the healthy share: a note, and the verdict says healthy.
+  const auto healthy = slower(1.25);
+  const auto notes = diagnose(healthy, analyseTimings(healthy));
+  const auto note =
+      std::find_if(notes.begin(), notes.end(), [](const Finding& f) { return f.kind == FindingKind::kStraggler; });
+  REQUIRE(note != notes.end());
+  CHECK(note->severity == Severity::kInfo);
+  CHECK(std::none_of(notes.begin(), notes.end(), [](const Finding& f) { return f.severity != Severity::kInfo; }));
+  CHECK_THAT(verdictOf(healthy), Contains("healthy: ") && Contains("(persistent: rank 1)"));
+  // A run that loses more (here to data on every rank, 11 %, under data_bound's 15 %): a warning.
+  const auto r = run(2, 60, [](int rank, int) {
+    Work w = even();
+    w.data = 1.4;
+    if (rank == 1) w.backward *= 1.25;
+    return w;
+  });
   const auto t = analyseTimings(r);
   CHECK_FALSE(t.straggler);  // below the timing analysis's 30 % margin
   CHECK(t.lost.pattern == LatePattern::kPersistent);
@@ -213,4 +222,25 @@ TEST_CASE("findings are ranked by the share of the run they explain", "[profiler
     if (findings[i].lostShare && findings[i - 1].lostShare && findings[i].severity != Severity::kInfo &&
         findings[i - 1].severity != Severity::kInfo && findings[i].confidence != Confidence::kLow)
       CHECK(*findings[i - 1].lostShare >= *findings[i].lostShare);
+}
+
+TEST_CASE("a rank stopped in its data phase: the stalls explain it, not the data", "[profiler][accounting]") {
+  // Data is 17 % of every step; rank 1 is stopped for 300 ms in its data phase 8 times.
+  const auto r = run(2, 400, [](int rank, int s) {
+    Work w = even();
+    w.data = 2;
+    if (rank == 1 && s % 40 == 20) w.data += 300;
+    return w;
+  });
+  const auto t = analyseTimings(r);
+  REQUIRE(t.stalls.size() >= 8);
+  CHECK(t.lost.share(t.lost.lostInStallsMs[StepPart::kData]) > 0.1);
+  const auto f = firstProblem(r);
+  REQUIRE(f);
+  CHECK(findingKindName(f->kind) == "stalls");
+  for (const auto& g : diagnose(r, t))
+    if (g.kind == FindingKind::kDataBound) {
+      REQUIRE(g.lostShare);
+      CHECK(*g.lostShare < 0.2);  // the steady data wait alone
+    }
 }

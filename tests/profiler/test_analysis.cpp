@@ -1,7 +1,7 @@
 // Timing analyses and diagnosis on constructed runs with known answers, and the run loader on
 // bad input.
 #include "ddp/common/error.hpp"
-#include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/diagnosis.hpp"
 #include "ddp/profiler/report.hpp"
 #include "support/run_records.hpp"
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,7 @@ struct RankAccount {
   double causedPeerWaitMs = 0;
   PhaseArray<double> causedByPhaseMs;
   double causedByCpuWaitMs = 0, causedByOtherMs = 0;
+  double causedInStallsMs = 0;  // of causedPeerWaitMs, in stalled steps (not split by phase: the stall's)
   // The first bucket, in launch order, at which it was behind the others by half its final lag or
   // more, over its late steps (bucket -> steps); empty without bucket records.
   std::map<int, size_t> lateAtBucket;
@@ -70,6 +72,7 @@ struct LostTime {
   double measuredMs = 0;                           // the run: per step, the mean of the ranks' step times, summed
   double idealMs = 0;                              // the ideal steps summed
   PartArray<double> lostMs;                        // measured - ideal by part (compute's entry: 0 by construction)
+  PartArray<double> lostInStallsMs;                // of lostMs, in the stalled steps (the stalls finding's)
   double idealComputeMs = 0, idealTransferMs = 0;  // the ideal's two parts
   std::optional<double> linkBusbwGbps;             // the bandwidth the ideal transfer is taken at
   std::string linkSource;                          // where that figure came from
@@ -93,8 +96,9 @@ struct LostTime {
 // The run's time below this share of it lost: "healthy" may be said (docs/diagnosis.md).
 inline constexpr double kHealthyLossShare = 0.15;
 
-// steps: the analysed steps (on every rank); matrixSteps: those to keep for the heat map.
-LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps,
-                         const std::vector<int64_t>& matrixSteps);
+// steps: the analysed steps (on every rank); matrixSteps: those to keep for the heat map;
+// stalled: the steps the timing analysis found stalled.
+LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps, const std::vector<int64_t>& matrixSteps,
+                         const std::set<int64_t>& stalled = {});
 
 }  // namespace ddp::profiler

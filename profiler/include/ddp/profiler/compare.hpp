@@ -3,7 +3,7 @@
 // transports, step time, throughput, efficiency, exposed communication, busbw, findings and,
 // with prices per instance-hour, cost per 1 M samples and per epoch (docs/compare.md).
 
-#include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/diagnosis.hpp"
 #include "ddp/profiler/instances.hpp"
 #include "ddp/profiler/projection.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // Renderers of the run report and the scaling table: they only format (docs/profiler.md).
 
-#include "ddp/profiler/analysis.hpp"
+#include "ddp/profiler/diagnosis.hpp"
 #include "ddp/profiler/projection.hpp"
 
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 # link between simulated hosts, a real NCCL log), each run under `ddprun --profile`; the report's
 # first finding is compared with the cause. Every scenario runs N times (default 3): the answer
 # must not flip from run to run. --smoke: one run of the quick scenarios (CTest). --doc: appends
-# the runs to bench/results/diagnosis-scenarios.jsonl (with the commit) and writes the table into
+# the runs to bench/diagnosis-scenarios.jsonl (with the commit) and writes the table into
 # docs/diagnosis.md from the latest N runs of every scenario recorded there, so that a rerun of
 # some scenarios keeps the others' rows. Exits 1 when a run's first finding is not the expected one.
 # A pinned scenario where no rank is at fault whose first finding names one rank instead gets a
@@ -51,7 +51,7 @@ cleanup() {
 }
 trap cleanup EXIT
 results=$work/results.jsonl
-recorded=$root/bench/results/diagnosis-scenarios.jsonl
+recorded=$root/bench/diagnosis-scenarios.jsonl
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$root" diff --quiet HEAD -- 2>/dev/null || commit+="+"  # with changes not committed
 

@@ -71,7 +71,7 @@ declare -A made=(
   [busy-core-0]="the same, with the busy loop on rank 0's core"
   [shared-core]="a wrong affinity: both ranks pinned to core 0 (taskset -c 0), core 1 idle"
   [quota-1]="rank 1 in a cgroup with a CPU quota of 0.4 cores (cpu.cfs_quota_us), each rank on its own core"
-  [sigstop-1]="rank 1's process stopped for 0.3 s and continued, 8 times 0.4 s apart (kill -STOP / -CONT)"
+  [sigstop-1]="rank 1's process stopped for 0.5 s and continued, 8 times 0.4 s apart (kill -STOP / -CONT)"
   [oversubscribed]="the README's main job: 4 ranks of train --model mlp on this 2-core machine"
   [small-batch]="2 pinned ranks of train --backend gloo --model mlp --batch-size 2: 2.7 MB of gradients for 2 samples a step (right: small_batch, or comm_bound with its larger-batch fix once the transfer alone is 25 % of the step)"
   [python-worker-core]="an unchanged PyTorch DDP script (tests/python/scripts/mnist_sampler.py: DistributedSampler, a DataLoader worker, evaluation each epoch), 2 ranks each pinned to one core that its DataLoader worker shares (right: the starved loader, or comm_bound: Gloo's transfer needs the same core; each costs about a fifth of the run)"
@@ -129,7 +129,7 @@ run_scenario() {  # run_scenario NAME RUN_DIR
       local job=$! pid=""
       for _ in $(seq 400); do [ -s "$run/timings/rank-00001.jsonl" ] && pid=$(cat "$run/pid.1") && break; sleep 0.05; done
       [ -n "$pid" ] || { echo "diagnosis-scenarios.sh: rank 1 never started" >&2; wait $job; return 1; }
-      for _ in $(seq 8); do kill -STOP "$pid"; sleep 0.3; kill -CONT "$pid"; sleep 0.4; done
+      for _ in $(seq 8); do kill -STOP "$pid"; sleep 0.5; kill -CONT "$pid"; sleep 0.4; done
       wait $job ;;
     oversubscribed) "$ddprun" --profile --output quiet --log-level error --run-dir "$run" -np 4 "$train" --model mlp \
                       --steps 200 --batch-size 32 >/dev/null ;;

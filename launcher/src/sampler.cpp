@@ -67,6 +67,29 @@ int busyThreads(const procfs::ThreadTotals& before, const procfs::ThreadTotals& 
   return busy;
 }
 
+// How much the counters of `now` grew since `before`, added up (a key new since counts from zero).
+double grown(const std::map<int, unsigned long long>& before, const std::map<int, unsigned long long>& now) {
+  double sum = 0;
+  for (const auto& [key, value] : now) {
+    auto was = before.find(key);
+    sum += growth(was == before.end() ? 0 : was->second, value);
+  }
+  return sum;
+}
+
+// A helper of the rank (its DataLoader worker, a subprocess): its threads count with the rank's,
+// and apart, for the helpers' own figures.
+void addHelper(const procfs::ProcStat& p, UtilSampler::Reading& r) {
+  procfs::ThreadTotals helper;
+  procfs::addThreads(p.pid, helper);
+  r.threads.runDelayNs.insert(helper.runDelayNs.begin(), helper.runDelayNs.end());
+  r.threads.ticks.insert(helper.ticks.begin(), helper.ticks.end());
+  r.threads.involuntarySwitches += helper.involuntarySwitches;
+  r.helperDelayNs.insert(helper.runDelayNs.begin(), helper.runDelayNs.end());
+  r.helperTicks[p.pid] = p.ticks;
+  r.helpersInIo += p.state == 'D';
+}
+
 }  // namespace
 
 GroupUsage groupUsage(const std::vector<procfs::ProcStat>& processes, int pgid) {
@@ -141,25 +164,13 @@ void UtilSampler::poll(int pgid) {
   Reading r;
   r.at = now;
   r.groupTicks = group.ticks;
-  int helpers = 0, helpersInIo = 0;
   for (const auto& p : processes) {
-    if (p.pgrp != pgid) {
+    if (p.pgrp != pgid)
       r.ticksByPid[p.pid] = p.ticks;
-      continue;
-    }
-    if (p.pid == pgid) {
+    else if (p.pid == pgid)
       procfs::addThreads(p.pid, r.threads);
-    } else {  // a helper: the program's DataLoader worker, a subprocess
-      procfs::ThreadTotals helper;
-      procfs::addThreads(p.pid, helper);
-      r.threads.runDelayNs.insert(helper.runDelayNs.begin(), helper.runDelayNs.end());
-      r.threads.ticks.insert(helper.ticks.begin(), helper.ticks.end());
-      r.threads.involuntarySwitches += helper.involuntarySwitches;
-      r.helperDelayNs.insert(helper.runDelayNs.begin(), helper.runDelayNs.end());
-      r.helperTicks[p.pid] = p.ticks;
-      ++helpers;
-      helpersInIo += p.state == 'D';
-    }
+    else
+      addHelper(p, r);
   }
   const auto cgroup = procfs::cgroupCpu(pgid);
   r.throttledNs = cgroup.throttledNs;
@@ -178,21 +189,12 @@ void UtilSampler::poll(int pgid) {
   s.rssMib = round1(static_cast<double>(group.rssPages) * pageMiB);
   s.processes = group.processes;
   s.stopped = group.stopped;
-  if (helpers > 0) {
-    double ticks = 0;
-    for (const auto& [pid, now] : r.helperTicks) {
-      auto was = last_->helperTicks.find(pid);
-      ticks += growth(was == last_->helperTicks.end() ? 0 : was->second, now);
-    }
-    s.helpers = helpers;
-    s.helpersCpuPct = round1(100 * ticks / ticksPerSecond() / seconds);
-    s.helpersInIo = helpersInIo;
-    double delay = 0;
-    for (const auto& [tid, now] : r.helperDelayNs) {
-      auto was = last_->helperDelayNs.find(tid);
-      delay += growth(was == last_->helperDelayNs.end() ? 0 : was->second, now);
-    }
-    s.helpersDelayPct = round1(100 * delay / 1e9 / seconds / helpers);
+  if (!r.helperTicks.empty()) {
+    const auto helpers = static_cast<double>(r.helperTicks.size());
+    s.helpers = static_cast<int>(r.helperTicks.size());
+    s.helpersCpuPct = round1(100 * grown(last_->helperTicks, r.helperTicks) / ticksPerSecond() / seconds);
+    s.helpersInIo = r.helpersInIo;
+    s.helpersDelayPct = round1(100 * grown(last_->helperDelayNs, r.helperDelayNs) / 1e9 / seconds / helpers);
   }
   s.runDelayPct = round1(100 * longestWait(last_->threads, r.threads) / 1e9 / seconds);
   s.busiestDelayPct = round1(100 * busiestWait(last_->threads, r.threads) / 1e9 / seconds);

@@ -45,8 +45,8 @@ class UtilSampler {
   // Appends a sample when the interval has passed since the last one.
   void poll(int pgid);
 
- private:
-  struct Reading {  // the counters a sample is the difference of
+  // The counters a sample is the difference of (public for the sampler's helpers in sampler.cpp).
+  struct Reading {
     std::chrono::steady_clock::time_point at;
     unsigned long long groupTicks = 0;
     procfs::ThreadTotals threads;
@@ -55,7 +55,10 @@ class UtilSampler {
     std::map<int, unsigned long long> ticksByPid;     // processes outside the group
     std::map<int, unsigned long long> helperTicks;    // the group's processes other than its leader
     std::map<int, unsigned long long> helperDelayNs;  // their threads' run-queue waits (thread id -> ns)
+    int helpersInIo = 0;                              // helpers in state D when read
   };
+
+ private:
   std::vector<OtherProcess> others(const std::vector<procfs::ProcStat>& processes, int pgid, double seconds);
   void addGpu(UtilSample& sample) const;
 

@@ -29,15 +29,20 @@ double ticksPerSecond() {
 // b - a of a counter that may have gone back (a thread ended and took its counts with it).
 double growth(unsigned long long a, unsigned long long b) { return b > a ? static_cast<double>(b - a) : 0.0; }
 
+using Counters = std::map<int, unsigned long long>;
+
+// How much counter `key` grew to `now` since `before` (one new since counts from zero).
+double grewBy(const Counters& before, int key, unsigned long long now) {
+  auto was = before.find(key);
+  return growth(was == before.end() ? 0 : was->second, now);
+}
+
 // The longest any one thread waited on a run queue between two readings (ns): a rank's work is
 // held up when its busiest thread is, while its threads waiting for one another on a core of
 // their own add up to nothing a core would fix. Threads that started since count from zero.
 double longestWait(const procfs::ThreadTotals& before, const procfs::ThreadTotals& now) {
   double longest = 0;
-  for (const auto& [tid, delay] : now.runDelayNs) {
-    auto was = before.runDelayNs.find(tid);
-    longest = std::max(longest, growth(was == before.runDelayNs.end() ? 0 : was->second, delay));
-  }
+  for (const auto& [tid, delay] : now.runDelayNs) longest = std::max(longest, grewBy(before.runDelayNs, tid, delay));
   return longest;
 }
 
@@ -46,13 +51,11 @@ double longestWait(const procfs::ThreadTotals& before, const procfs::ThreadTotal
 double busiestWait(const procfs::ThreadTotals& before, const procfs::ThreadTotals& now) {
   double most = -1, wait = 0;
   for (const auto& [tid, used] : now.ticks) {
-    auto was = before.ticks.find(tid);
-    const double u = growth(was == before.ticks.end() ? 0 : was->second, used);
+    const double u = grewBy(before.ticks, tid, used);
     if (u <= most) continue;
     most = u;
     auto d = now.runDelayNs.find(tid);
-    auto dWas = before.runDelayNs.find(tid);
-    wait = d == now.runDelayNs.end() ? 0 : growth(dWas == before.runDelayNs.end() ? 0 : dWas->second, d->second);
+    wait = d == now.runDelayNs.end() ? 0 : grewBy(before.runDelayNs, tid, d->second);
   }
   return wait;
 }
@@ -60,20 +63,14 @@ double busiestWait(const procfs::ThreadTotals& before, const procfs::ThreadTotal
 // Threads that used at least a tenth of a CPU between two readings (of `ticks` CPU ticks).
 int busyThreads(const procfs::ThreadTotals& before, const procfs::ThreadTotals& now, double ticks) {
   int busy = 0;
-  for (const auto& [tid, used] : now.ticks) {
-    auto was = before.ticks.find(tid);
-    busy += growth(was == before.ticks.end() ? 0 : was->second, used) >= 0.1 * ticks;
-  }
+  for (const auto& [tid, used] : now.ticks) busy += grewBy(before.ticks, tid, used) >= 0.1 * ticks;
   return busy;
 }
 
 // How much the counters of `now` grew since `before`, added up (a key new since counts from zero).
-double grown(const std::map<int, unsigned long long>& before, const std::map<int, unsigned long long>& now) {
+double grown(const Counters& before, const Counters& now) {
   double sum = 0;
-  for (const auto& [key, value] : now) {
-    auto was = before.find(key);
-    sum += growth(was == before.end() ? 0 : was->second, value);
-  }
+  for (const auto& [key, value] : now) sum += grewBy(before, key, value);
   return sum;
 }
 

@@ -32,7 +32,7 @@ constexpr double kBurstWaitShare = 0.5;        // ... holding this share of it: 
 constexpr double kPersistentShare = 0.6;       // one rank causing this share of the peer wait ...
 constexpr double kPersistentSteps = 0.5;       // ... late in this share of the steps: persistent
 
-using Records = std::map<int, const StepRecord*>;
+using Records = StepRecords;
 
 // The share of its time a rank's busiest thread waited for a CPU (run queue, quota) in the
 // utilisation sample whose interval holds the step's midpoint; 0 without samples.
@@ -61,6 +61,8 @@ std::vector<Launch> launches(const StepRecord& r) {
   std::sort(out.begin(), out.end(), [](const Launch& a, const Launch& b) { return a.startUs < b.startUs; });
   return out;
 }
+// Each rank's gradient buckets of one step, in launch order.
+using Launches = std::map<int, std::vector<Launch>>;
 
 // The link's bus bandwidth for the ideal transfer: ddpbench's, at the size nearest the step's
 // gradients, where the run directory has it; else what the run's own buckets reached (the median
@@ -90,51 +92,39 @@ void linkBandwidth(const RunData& run, const std::vector<Records>& steps, LostTi
 
 // What the link needs for the step's last bucket (the one backward cannot hide), at most the
 // step's transfer: without bucket records or a bandwidth, the whole transfer could have been hidden.
-double idealTransferMs(const Records& ranks, double transferMs, const LostTime& lost) {
-  if (!lost.linkBusbwGbps || *lost.linkBusbwGbps <= 0 || ranks.size() < 2) return 0;
+double idealTransferMs(const Launches& launched, double transferMs, const LostTime& lost) {
+  if (!lost.linkBusbwGbps || launched.size() < 2) return 0;
   uint64_t bytes = 0;
-  for (const auto& [rank, r] : ranks) {
-    const auto l = launches(*r);
+  for (const auto& [rank, l] : launched)
     if (!l.empty()) bytes = std::max(bytes, l.back().bytes);
-  }
-  const double n = static_cast<double>(ranks.size());
-  const double ms = static_cast<double>(bytes) * 2 * (n - 1) / n / (*lost.linkBusbwGbps * 1e9) * 1e3;
-  return std::min(transferMs, ms);
+  return std::min(transferMs, detail::allreduceMs(bytes, static_cast<double>(launched.size()), *lost.linkBusbwGbps));
 }
 
-struct RankStep {
-  PartArray<double> ms;
-  double cpuShare = 0;
-};
+using RankParts = std::map<int, PartArray<double>>;
 
-// The rank that arrived last (the least comm_wait) made the others wait: their mean wait is
-// charged to it, split over the phases of its step that ran longer than the others' mean, and the
-// first bucket at which it was behind by half its final lag.
-void chargeLateRank(const Records& ranks, const std::map<int, RankStep>& parts, std::map<int, RankAccount*>& byRank,
-                    double causedMs, bool stalled) {
-  int late = -1;
-  double least = 1e300;
-  for (const auto& [rank, r] : ranks)
-    if (r->phasesMs[Phase::kCommWait] < least) least = r->phasesMs[Phase::kCommWait], late = rank;
-  auto& account = *byRank.at(late);
+// The rank that arrived last (`late`: the least comm_wait) made the others wait: their mean wait
+// is charged to it, split over the phases of its step that ran longer than the others' mean, and
+// the first bucket at which it was behind by half its final lag. In a stalled step the wait is
+// the stall's, not split by phase.
+void chargeLateRank(const Records& ranks, int late, const RankParts& parts, const Launches& launched,
+                    RankAccount& account, double causedMs, bool stalled) {
   ++account.lateSteps;
   account.causedPeerWaitMs += causedMs;
-  if (stalled) account.causedInStallsMs += causedMs;
   if (causedMs <= 0 || stalled) return;
   const auto& own = *ranks.at(late);
   const double others = static_cast<double>(ranks.size() - 1);
   PhaseArray<double> excess;
-  double cpuExcess = parts.at(late).ms[StepPart::kCpuWait], otherExcess = 0;
+  double cpuExcess = parts.at(late)[StepPart::kCpuWait];
   auto untimed = [](const StepRecord& r) {
     return std::max(0.0, r.stepMs - std::accumulate(r.phasesMs.begin(), r.phasesMs.end(), 0.0));
   };
-  otherExcess = untimed(own);
+  double otherExcess = untimed(own);
   for (Phase p : kPhases) excess[p] = p == Phase::kCommWait ? 0 : own.phasesMs[p];
   for (const auto& [rank, r] : ranks) {
     if (rank == late) continue;
     for (Phase p : kPhases)
       if (p != Phase::kCommWait) excess[p] -= r->phasesMs[p] / others;
-    cpuExcess -= parts.at(rank).ms[StepPart::kCpuWait] / others;
+    cpuExcess -= parts.at(rank)[StepPart::kCpuWait] / others;
     otherExcess -= untimed(*r) / others;
   }
   double positive = std::max(0.0, otherExcess);
@@ -147,13 +137,12 @@ void chargeLateRank(const Records& ranks, const std::map<int, RankStep>& parts, 
     account.causedByCpuWaitMs += causedMs * std::clamp(cpuExcess / positive, 0.0, 1.0);
   }
   // The first bucket at which the late rank's launch trailed the others' median by half its lag.
-  const auto ownLaunches = launches(own);
   std::map<int, std::vector<double>> othersAt;
-  for (const auto& [rank, r] : ranks)
+  for (const auto& [rank, l] : launched)
     if (rank != late)
-      for (const auto& l : launches(*r)) othersAt[l.bucket].push_back(static_cast<double>(l.startUs));
+      for (const auto& b : l) othersAt[b.bucket].push_back(static_cast<double>(b.startUs));
   std::vector<std::pair<int, double>> lags;
-  for (const auto& l : ownLaunches)
+  for (const auto& l : launched.at(late))
     if (othersAt.count(l.bucket))
       lags.emplace_back(l.bucket, static_cast<double>(l.startUs) - detail::median(othersAt[l.bucket]));
   if (lags.empty() || lags.back().second <= 0) return;
@@ -224,14 +213,9 @@ double LostTime::lostTotalMs() const {
   return total;
 }
 
-LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps, const std::vector<int64_t>& matrixSteps,
-                         const std::set<int64_t>& stalled) {
+LostTime accountLostTime(const RunData& run, const std::vector<StepRecords>& analysed,
+                         const std::vector<int64_t>& matrixSteps, const std::set<int64_t>& stalled) {
   LostTime lost;
-  std::map<int64_t, Records> bySteps;
-  for (const auto& [rank, records] : run.timings)
-    for (const auto& r : records) bySteps[r.step][rank] = &r;
-  std::vector<Records> analysed;
-  for (int64_t s : steps) analysed.push_back(bySteps[s]);
   lost.steps = analysed.size();
   std::map<int, RankAccount*> byRank;
   for (const auto& [rank, records] : run.timings) lost.ranks.emplace_back().rank = rank;
@@ -239,55 +223,60 @@ LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps, 
   if (analysed.empty()) return lost;
   linkBandwidth(run, analysed, lost);
   std::vector<double> causedPerStep;
+  lost.waitMatrix.resize(lost.ranks.size());
+  lost.computeMatrix.resize(lost.ranks.size());
   const std::set<int64_t> keep(matrixSteps.begin(), matrixSteps.end());
   for (const auto& ranks : analysed) {
     const double n = static_cast<double>(ranks.size());
     const bool stall = stalled.count(ranks.begin()->second->step) > 0;
-    double transfer = 1e300;
-    for (const auto& [rank, r] : ranks) transfer = std::min(transfer, r->phasesMs[Phase::kCommWait]);
-    std::map<int, RankStep> parts;
+    // The last rank to arrive waited least: its wait is the transfer itself.
+    int late = ranks.begin()->first;
+    for (const auto& [rank, r] : ranks)
+      if (r->phasesMs[Phase::kCommWait] < ranks.at(late)->phasesMs[Phase::kCommWait]) late = rank;
+    const double transfer = ranks.at(late)->phasesMs[Phase::kCommWait];
+    Launches launched;
+    for (const auto& [rank, r] : ranks) launched[rank] = launches(*r);
+    RankParts parts;
     double meanStep = 0, meanCompute = 0, peerSum = 0;
     for (const auto& [rank, r] : ranks) {
       auto& p = parts[rank];
       const auto util = run.utilisation.find(rank);
-      p.cpuShare = cpuWaitShare(util == run.utilisation.end() ? nullptr : &util->second,
-                                r->startUnixUs + static_cast<int64_t>(r->stepMs * 500));
+      const double cpuShare = cpuWaitShare(util == run.utilisation.end() ? nullptr : &util->second,
+                                           r->startUnixUs + static_cast<int64_t>(r->stepMs * 500));
       const double own = std::max(0.0, r->stepMs - r->phasesMs[Phase::kData] - r->phasesMs[Phase::kCommWait]);
-      p.ms[StepPart::kCpuWait] = std::min(own, p.cpuShare * r->stepMs);
-      p.ms[StepPart::kCompute] = own - p.ms[StepPart::kCpuWait];
-      p.ms[StepPart::kData] = std::min(r->phasesMs[Phase::kData], r->stepMs);
-      p.ms[StepPart::kTransfer] = transfer;
-      p.ms[StepPart::kPeerWait] = r->phasesMs[Phase::kCommWait] - transfer;
+      p[StepPart::kCpuWait] = std::min(own, cpuShare * r->stepMs);
+      p[StepPart::kCompute] = own - p[StepPart::kCpuWait];
+      p[StepPart::kData] = std::min(r->phasesMs[Phase::kData], r->stepMs);
+      p[StepPart::kTransfer] = transfer;
+      p[StepPart::kPeerWait] = r->phasesMs[Phase::kCommWait] - transfer;
       double sum = 0;
       auto& account = *byRank[rank];
-      for (StepPart part : kStepParts) sum += p.ms[part], account.ms[part] += p.ms[part];
+      for (StepPart part : kStepParts) sum += p[part], account.ms[part] += p[part];
       account.stepMs += r->stepMs;
       if (r->stepMs > 0) lost.worstSumError = std::max(lost.worstSumError, std::abs(sum - r->stepMs) / r->stepMs);
       meanStep += r->stepMs / n;
-      meanCompute += p.ms[StepPart::kCompute] / n;
-      peerSum += p.ms[StepPart::kPeerWait];
+      meanCompute += p[StepPart::kCompute] / n;
+      peerSum += p[StepPart::kPeerWait];
       for (StepPart part : {StepPart::kCpuWait, StepPart::kData, StepPart::kPeerWait}) {
-        lost.lostMs[part] += p.ms[part] / n;
-        if (stall) lost.lostInStallsMs[part] += p.ms[part] / n;
+        lost.lostMs[part] += p[part] / n;
+        if (stall) lost.lostInStallsMs[part] += p[part] / n;
       }
     }
-    const double ideal = idealTransferMs(ranks, transfer, lost);
+    const double ideal = idealTransferMs(launched, transfer, lost);
     lost.lostMs[StepPart::kTransfer] += transfer - ideal;
     if (stall) lost.lostInStallsMs[StepPart::kTransfer] += transfer - ideal;
     lost.idealTransferMs += ideal;
     lost.idealComputeMs += meanCompute;
     lost.measuredMs += meanStep;
-    if (ranks.size() > 1) chargeLateRank(ranks, parts, byRank, peerSum / n, stall);
+    if (ranks.size() > 1) chargeLateRank(ranks, late, parts, launched, *byRank[late], peerSum / n, stall);
     causedPerStep.push_back(peerSum / n);
     if (keep.count(ranks.begin()->second->step)) {
-      std::vector<double> wait, compute;
+      size_t i = 0;  // parts and the matrices' rows are both in rank order
       for (const auto& [rank, p] : parts) {
-        wait.push_back(p.ms[StepPart::kCpuWait] + p.ms[StepPart::kData] + p.ms[StepPart::kTransfer] +
-                       p.ms[StepPart::kPeerWait]);
-        compute.push_back(p.ms[StepPart::kCompute]);
+        lost.waitMatrix[i].push_back(p[StepPart::kCpuWait] + p[StepPart::kData] + p[StepPart::kTransfer] +
+                                     p[StepPart::kPeerWait]);
+        lost.computeMatrix[i++].push_back(p[StepPart::kCompute]);
       }
-      lost.waitMatrix.push_back(std::move(wait));
-      lost.computeMatrix.push_back(std::move(compute));
     }
   }
   lost.idealMs = lost.idealComputeMs + lost.idealTransferMs;

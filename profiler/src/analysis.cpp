@@ -296,7 +296,9 @@ TimingAnalysis analyseTimings(const RunData& run) {
   fillMatrix(common, bySteps, a);
   std::set<int64_t> stalled;
   for (const auto& s : a.stalls) stalled.insert(s.step);
-  a.lost = accountLostTime(run, common, a.matrixSteps, stalled);
+  std::vector<StepRecords> analysed;
+  for (int64_t step : common) analysed.push_back(bySteps[step]);
+  a.lost = accountLostTime(run, analysed, a.matrixSteps, stalled);
   a.straggler = findStraggler(a, sums);
   return a;
 }

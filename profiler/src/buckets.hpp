@@ -22,9 +22,13 @@ inline std::map<int, std::pair<uint64_t, double>> bucketTransfers(const std::map
   return buckets;
 }
 
-// nccl-tests' bus bandwidth of an allreduce of `bytes` over n ranks in ms (GB/s).
+// nccl-tests' bus bandwidth of an allreduce of `bytes` over n ranks in ms (GB/s), and the time
+// (ms) such an allreduce takes at a bus bandwidth.
 inline double allreduceBusbwGbps(uint64_t bytes, double n, double ms) {
   return static_cast<double>(bytes) * 2 * (n - 1) / n / (ms / 1e3) / 1e9;
+}
+inline double allreduceMs(uint64_t bytes, double n, double busbwGbps) {
+  return static_cast<double>(bytes) * 2 * (n - 1) / n / (busbwGbps * 1e9) * 1e3;
 }
 
 }  // namespace ddp::profiler::detail

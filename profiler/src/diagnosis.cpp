@@ -158,10 +158,8 @@ void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
   if (t.straggler && t.straggler->rank == rank) {
     const auto grown = rules::grownPhase(t, rank, t.straggler->extraComputeMs);
     lateForData = grown && grown->phase == Phase::kData;
-  } else {
-    for (const auto& a : t.lost.ranks)
-      if (a.rank == rank)
-        lateForData = a.causedPeerWaitMs > 0 && a.causedByPhaseMs[Phase::kData] >= 0.5 * a.causedPeerWaitMs;
+  } else if (const RankAccount* a = rules::accountOf(t.lost, rank)) {
+    lateForData = a->causedPeerWaitMs > 0 && a->causedByPhaseMs[Phase::kData] >= 0.5 * a->causedPeerWaitMs;
   }
   if (!lateForData) return;
   double own = 0, waited = 0;

@@ -69,15 +69,9 @@ void lostTime(const TimingAnalysis& t, html::Page& page) {
   std::vector<std::string> rows, columns;
   for (const auto& a : l.ranks) rows.push_back(fmt::format("rank {}", a.rank));
   for (auto s : t.matrixSteps) columns.push_back(fmt::format("step {}", s));
-  auto byRank = [&](const std::vector<std::vector<double>>& perStep) {
-    std::vector<std::vector<double>> out(rows.size());
-    for (const auto& step : perStep)
-      for (size_t i = 0; i < step.size() && i < out.size(); ++i) out[i].push_back(step[i]);
-    return out;
-  };
-  page.raw(html::heatMap("Waiting per rank and step (data, CPU, transfer, late peers; ms)", rows, columns,
-                         byRank(l.waitMatrix), "ms"));
-  page.raw(html::heatMap("Compute per rank and step (ms)", rows, columns, byRank(l.computeMatrix), "ms"));
+  page.raw(html::heatMap("Waiting per rank and step (data, CPU, transfer, late peers; ms)", rows, columns, l.waitMatrix,
+                         "ms"));
+  page.raw(html::heatMap("Compute per rank and step (ms)", rows, columns, l.computeMatrix, "ms"));
   page.paragraph(parts::accountingSummary(l));
 }
 

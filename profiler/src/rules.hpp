@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ddp::profiler::rules {
@@ -51,6 +52,8 @@ void persistentLateRank(const RunData& run, const TimingAnalysis& t, Findings& o
 void rotatingLateRanks(const RunData& run, const TimingAnalysis& t, Findings& out);
 void cpuContrast(const RunData& run, const TimingAnalysis& t, Findings& out);
 void explainLoss(Findings& findings, const TimingAnalysis& t);
+// A rank's part in the accounting; null for a rank without timings.
+const RankAccount* accountOf(const LostTime& l, int rank);
 void unexplainedLoss(Findings& findings, const TimingAnalysis& t);
 
 // Shared by the rules: the exposed-communication threshold (comm_bound, small_batch) and the
@@ -58,6 +61,10 @@ void unexplainedLoss(Findings& findings, const TimingAnalysis& t);
 inline constexpr double kCommBoundShare = 0.25;
 inline constexpr double kDataBoundShare = 0.3;  // data share of the step: data_bound / dataloader_starved
 std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const TimingAnalysis& t);
+// A rank's utilisation summary; null when it was not sampled.
+const RankUtilisation* utilisationOf(const TimingAnalysis& t, int rank);
+// "stress (pid 777, 99 % CPU on CPU(s) 0), ..." (cpuPrefix before the figure: "up to ").
+std::string describeOthers(const std::vector<OtherProcess>& others, std::string_view cpuPrefix = "");
 
 // Hosts with more ranks than the CPUs those ranks may run on, whose ranks wait for them.
 struct CrowdedHost {

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 namespace ddp::profiler::rules {
 namespace {
@@ -24,13 +23,6 @@ constexpr double kCpuContrastPoints = 0.05;   // a rank's CPU wait this much of 
 constexpr double kCpuContrastRatio = 2.0;     // ... and this many times theirs: short of CPU where they are not
 constexpr double kInputCv = 0.1;              // input sizes varying by this much (coefficient of variation) ...
 constexpr double kInputCorrelation = 0.5;     // ... with compute following them (Pearson's r): input-dependent work
-constexpr double kUnexplainedOfLoss = 0.5;    // findings explaining less than this share of the loss: unexplained_loss
-
-const RankAccount* accountOf(const LostTime& l, int rank) {
-  for (const auto& a : l.ranks)
-    if (a.rank == rank) return &a;
-  return nullptr;
-}
 
 double cpuWaitShareOf(const RankAccount& a) { return a.stepMs > 0 ? a.ms[StepPart::kCpuWait] / a.stepMs : 0; }
 
@@ -79,6 +71,12 @@ double othersCpuWait(const LostTime& l, int rank) {
 }
 
 }  // namespace
+
+const RankAccount* accountOf(const LostTime& l, int rank) {
+  for (const auto& a : l.ranks)
+    if (a.rank == rank) return &a;
+  return nullptr;
+}
 
 // One rank the others wait for in most steps, by a share of the run: a straggler, whatever its
 // margin (the timing analysis's straggler needs 30 % more compute; a 10 % slower backward on one
@@ -168,14 +166,8 @@ void cpuContrast(const RunData&, const TimingAnalysis& t, Findings& out) {
         l.share(cpuLossMs(l, a)) < kFindingShare || names(out, FindingKind::kCpuContention, a.rank) ||
         names(out, FindingKind::kThreadsOversubscribed, a.rank))
       continue;
-    const RankUtilisation* u = nullptr;
-    for (const auto& x : t.utilisation)
-      if (x.rank == a.rank) u = &x;
-    std::string others;
-    if (u)
-      for (const auto& o : u->others)
-        others += fmt::format("{}{} (pid {}, up to {:.0f} % CPU{})", others.empty() ? "" : ", ", o.name, o.pid,
-                              o.cpuPct, o.cpus.empty() ? "" : " on CPU(s) " + o.cpus);
+    const RankUtilisation* u = utilisationOf(t, a.rank);
+    const std::string others = u ? describeOthers(u->others, "up to ") : "";
     add(out, FindingKind::kCpuContention, Severity::kWarning, {a.rank},
         fmt::format("rank {} waited for a CPU {} of its time against {} on the others, which cost the run {} (its own "
                     "wait and the others' wait for it){}",

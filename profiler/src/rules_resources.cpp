@@ -29,12 +29,6 @@ constexpr double kFakeBusyWaitShare = 0.3;    // ... while the rank waits in com
 constexpr double kThrottleSampleShare = 0.2;  // samples with a clock limit active: gpu_throttled ...
 constexpr double kThrottleClockShare = 0.9;   // ... when the SM clock averaged below this share of its maximum
 
-const RankUtilisation* utilisationOf(const TimingAnalysis& t, int rank) {
-  for (const auto& u : t.utilisation)
-    if (u.rank == rank) return &u;
-  return nullptr;
-}
-
 const RankTiming* timingOf(const TimingAnalysis& t, int rank) {
   for (const auto& r : t.ranks)
     if (r.rank == rank) return &r;
@@ -60,14 +54,6 @@ std::vector<OtherProcess> competitors(const RankUtilisation& u) {
   return out;
 }
 
-std::string describeOthers(const std::vector<OtherProcess>& others) {
-  std::string out;
-  for (const auto& o : others)
-    out += fmt::format("{}{} (pid {}, {:.0f} % CPU{})", out.empty() ? "" : ", ", o.name, o.pid, o.cpuPct,
-                       o.cpus.empty() ? "" : " on CPU(s) " + o.cpus);
-  return out;
-}
-
 // "; the others waited 41.2 ms per step for it" when it is the rank they wait for.
 std::string waitedFor(const TimingAnalysis& t, int rank) {
   if (t.straggler && t.straggler->rank == rank)
@@ -78,6 +64,20 @@ std::string waitedFor(const TimingAnalysis& t, int rank) {
 }
 
 }  // namespace
+
+const RankUtilisation* utilisationOf(const TimingAnalysis& t, int rank) {
+  for (const auto& u : t.utilisation)
+    if (u.rank == rank) return &u;
+  return nullptr;
+}
+
+std::string describeOthers(const std::vector<OtherProcess>& others, std::string_view cpuPrefix) {
+  std::string out;
+  for (const auto& o : others)
+    out += fmt::format("{}{} (pid {}, {}{:.0f} % CPU{})", out.empty() ? "" : ", ", o.name, o.pid, cpuPrefix, o.cpuPct,
+                       o.cpus.empty() ? "" : " on CPU(s) " + o.cpus);
+  return out;
+}
 
 std::vector<CrowdedHost> crowdedHosts(const RunData& run, const TimingAnalysis& t) {
   std::vector<CrowdedHost> out;

@@ -53,7 +53,6 @@ struct RankAccount {
   double causedPeerWaitMs = 0;
   PhaseArray<double> causedByPhaseMs;
   double causedByCpuWaitMs = 0, causedByOtherMs = 0;
-  double causedInStallsMs = 0;  // of causedPeerWaitMs, in stalled steps (not split by phase: the stall's)
   // The first bucket, in launch order, at which it was behind the others by half its final lag or
   // more, over its late steps (bucket -> steps); empty without bucket records.
   std::map<int, size_t> lateAtBucket;
@@ -85,8 +84,9 @@ struct LostTime {
   double topLateShare = 0;  // the share of the peer wait caused by the rank that caused most
   double burstShare = 0;    // the share of the peer wait in the tenth of steps with most of it
   std::optional<InputWork> inputWork;
-  // Per analysed step (at most TimingAnalysis::kMaxMatrixSteps, evenly spaced, the steps of
-  // TimingAnalysis::matrixSteps): each rank's waits (data + CPU + transfer + peer) and compute.
+  // Per rank (in `ranks` order), per step of TimingAnalysis::matrixSteps (at most
+  // kMaxMatrixSteps, evenly spaced), as TimingAnalysis::stepMatrix: its waits (data + CPU +
+  // transfer + peer) and its compute.
   std::vector<std::vector<double>> waitMatrix, computeMatrix;
 
   double lostTotalMs() const;
@@ -96,9 +96,11 @@ struct LostTime {
 // The run's time below this share of it lost: "healthy" may be said (docs/diagnosis.md).
 inline constexpr double kHealthyLossShare = 0.15;
 
-// steps: the analysed steps (on every rank); matrixSteps: those to keep for the heat map;
-// stalled: the steps the timing analysis found stalled.
-LostTime accountLostTime(const RunData& run, const std::vector<int64_t>& steps, const std::vector<int64_t>& matrixSteps,
-                         const std::set<int64_t>& stalled = {});
+// The records of one step, by rank.
+using StepRecords = std::map<int, const StepRecord*>;
+// steps: the analysed steps' records (every rank in each); matrixSteps: the steps to keep for the
+// heat map; stalled: the steps the timing analysis found stalled.
+LostTime accountLostTime(const RunData& run, const std::vector<StepRecords>& steps,
+                         const std::vector<int64_t>& matrixSteps, const std::set<int64_t>& stalled = {});
 
 }  // namespace ddp::profiler

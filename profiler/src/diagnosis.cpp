@@ -140,7 +140,7 @@ void foldSymptoms(Findings& findings, const RunData& run, const TimingAnalysis& 
 }
 
 // A straggler whose extra time is mostly waiting for its data, beside a data finding: when the
-// other ranks wait for their data too (each at least the data-bound share of its step), every
+// other ranks wait for their data too (the data finding's share of their steps or more), every
 // loader is too slow and the straggler's is the slowest: one data finding. When the others barely
 // wait, the data is the straggler's problem alone (its shard, disk or loader): the straggler
 // finding, which says so, stays alone.
@@ -180,7 +180,7 @@ void foldStragglerAndData(Findings& findings, const TimingAnalysis& t) {
   if (otherShares.empty()) return;
   std::sort(otherShares.begin(), otherShares.end());
   std::sort(otherData.begin(), otherData.end());
-  if (otherShares[otherShares.size() / 2] >= rules::kDataBoundShare) {
+  if (otherShares[otherShares.size() / 2] >= rules::kDataFindingShare) {
     data->evidence += fmt::format(
         "; rank {} waits longest for its data ({:.1f} ms a step on average against {:.1f} ms), and the "
         "others wait for it in the allreduce ({:.1f} ms a step)",

@@ -59,7 +59,10 @@ void unexplainedLoss(Findings& findings, const TimingAnalysis& t);
 // Shared by the rules: the exposed-communication threshold (comm_bound, small_batch) and the
 // hosts of the ranks (exit records; one host "" when they do not say).
 inline constexpr double kCommBoundShare = 0.25;
-inline constexpr double kDataBoundShare = 0.3;  // data share of the step: data_bound / dataloader_starved
+// The data share of the step from which data_bound / dataloader_starved fire (the data wait is lost
+// time as it stands: the healthy loss), and from which they are sure.
+inline constexpr double kDataFindingShare = kHealthyLossShare;
+inline constexpr double kDataBoundShare = 0.3;
 std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const TimingAnalysis& t);
 // A rank's utilisation summary; null when it was not sampled.
 const RankUtilisation* utilisationOf(const TimingAnalysis& t, int rank);

@@ -361,7 +361,7 @@ bool dataloaderStarved(const RunData& run, const TimingAnalysis& t, double data,
 // share of the run on.
 void dataBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
   const double data = t.phaseShare[Phase::kData];
-  if (data < kHealthyLossShare || dataloaderStarved(run, t, data, out)) return;
+  if (data < kDataFindingShare || dataloaderStarved(run, t, data, out)) return;
   add(out, FindingKind::kDataBound, data >= kDataBoundCritical ? Severity::kCritical : Severity::kWarning, {},
       fmt::format("loading data takes {} of each step{}", percent(data, 0),
                   data < kDataBoundShare ? ", all of it time the model waits" : ""),

@@ -53,7 +53,8 @@ trap cleanup EXIT
 results=$work/results.jsonl
 recorded=$root/bench/diagnosis-scenarios.jsonl
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$root" diff --quiet HEAD -- 2>/dev/null || commit+="+"  # with changes not committed
+# "+": the code had changes not committed (the table and these results are not code)
+git -C "$root" diff --quiet HEAD -- . ':!docs' ':!bench/diagnosis-scenarios.jsonl' 2>/dev/null || commit+="+"
 
 # The expected first finding of each scenario ("none": no warning or critical finding at all),
 # what makes it, and the program each rank runs: train on a core of its own (taskset -c RANK).

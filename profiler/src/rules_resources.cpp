@@ -40,16 +40,18 @@ std::string range(double lo, double hi) {
                                                                 : fmt::format("{:.0f}–{:.0f}", lo, hi);
 }
 
+// Whether two CPU lists have a CPU in common.
+bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
+  return std::any_of(b.begin(), b.end(), [&](int c) { return std::find(a.begin(), a.end(), c) != a.end(); });
+}
+
 // Outside processes that may run where the rank may (all of them when either list is unknown).
 std::vector<OtherProcess> competitors(const RankUtilisation& u) {
   std::vector<OtherProcess> out;
   const auto mine = u.cpus ? parseCpuList(*u.cpus) : std::vector<int>{};
   for (const auto& o : u.others) {
     const auto theirs = o.cpus.empty() ? std::vector<int>{} : parseCpuList(o.cpus);
-    const bool overlap = mine.empty() || theirs.empty() || std::any_of(theirs.begin(), theirs.end(), [&](int c) {
-                           return std::find(mine.begin(), mine.end(), c) != mine.end();
-                         });
-    if (overlap) out.push_back(o);
+    if (mine.empty() || theirs.empty() || overlaps(mine, theirs)) out.push_back(o);
   }
   return out;
 }
@@ -121,7 +123,7 @@ bool ownThreadsCompete(const TimingAnalysis& t, const RankUtilisation& u) {
     for (const auto& v : t.utilisation) {
       if (v.rank == u.rank || !v.cpus || !v.busyThreadsMean) continue;
       const auto theirs = parseCpuList(*v.cpus);
-      if (std::any_of(theirs.begin(), theirs.end(), [&](int c) { return std::count(mine.begin(), mine.end(), c); })) {
+      if (overlaps(mine, theirs)) {
         threads += *v.busyThreadsMean;
         all.insert(theirs.begin(), theirs.end());
       }
@@ -249,6 +251,7 @@ void threadsOversubscribed(const RunData& run, const TimingAnalysis& t, Findings
   std::vector<int> ranks;
   double delayLo = 1e300, delayHi = 0, threadsLo = 1e300, threadsHi = 0, cpuLo = 1e300, cpuHi = 0;
   std::set<size_t> cpuCounts;
+  std::vector<std::vector<int>> cpuSets;  // of the ranks named, where known
   for (const auto& u : t.utilisation) {
     if (crowded.count(u.rank) || u.runDelayPctMean.value_or(0) < kRunDelayPct ||
         u.throttledPctMean.value_or(0) >= kThrottledPct || !competitors(u).empty() || !ownThreadsCompete(t, u))
@@ -259,8 +262,12 @@ void threadsOversubscribed(const RunData& run, const TimingAnalysis& t, Findings
     threadsHi = std::max(threadsHi, u.busyThreadsMean.value_or(0));
     cpuLo = std::min(cpuLo, u.cpuPctMean), cpuHi = std::max(cpuHi, u.cpuPctMean);
     cpuCounts.insert(cpuCount(u));
+    if (u.cpus) cpuSets.push_back(parseCpuList(*u.cpus));
   }
   if (ranks.empty()) return;
+  bool shared = false;  // two of the ranks may run on the same CPUs
+  for (size_t i = 0; i < cpuSets.size(); ++i)
+    for (size_t j = i + 1; j < cpuSets.size(); ++j) shared = shared || overlaps(cpuSets[i], cpuSets[j]);
   const bool one = ranks.size() == 1;
   const std::string cpus = cpuCounts.size() == 1 ? fmt::format("{} CPU(s)", *cpuCounts.begin()) : "CPUs";
   const std::string threads = threadsHi > 0 ? fmt::format("{} busy threads on {}", range(threadsLo, threadsHi), cpus)
@@ -275,10 +282,8 @@ void threadsOversubscribed(const RunData& run, const TimingAnalysis& t, Findings
                   one ? "rank" : "ranks", rankList(ranks), threads, one ? "" : " each", one ? "its" : "each one's",
                   range(delayLo, delayHi), one ? "its" : "their", one ? "its" : "their") +
           (set.empty() ? "" : fmt::format(" (the ranks were started with {})", set)) +
-          (ranks.size() > 1 && cpuCounts.size() == 1 &&
-                   *cpuCounts.begin() < ranks.size() * static_cast<size_t>(threadsLo)
-               ? std::string(", and the ranks share those CPUs: the job runs more threads than they have cores")
-               : std::string()),
+          (shared ? std::string(", and the ranks share those CPUs: the job runs more threads than they have cores")
+                  : std::string()),
       "no more busy threads per rank than cores: OMP_NUM_THREADS / torch.set_num_threads(cores per rank), more cores "
       "per rank (taskset; mpirun --map-by slot:PE=N) so that communication threads do not wait for the compute",
       Confidence::kMedium, "top -H -p PID of the rank while it runs: its threads, each with its CPU share");

@@ -532,17 +532,21 @@ def batch_size(torch, args, kwargs):
     """The first dimension, and all the elements, of the first tensor among the forward's inputs
     ((0, 0) when none): the step's samples, and its work where that varies per sample (lengths)."""
     if args and isinstance(args[0], torch.Tensor):  # model(x), the common case
-        x = args[0]
-        return (int(x.shape[0]) if x.dim() > 0 else 1), x.numel()
+        return _sizes(args[0])
     stack = list(args) + list(kwargs.values())
     seen = 0
     while stack and seen < 64:
         seen += 1
         item = stack.pop(0)
         if isinstance(item, torch.Tensor):
-            return (int(item.shape[0]) if item.dim() > 0 else 1), item.numel()
+            return _sizes(item)
         if isinstance(item, (list, tuple)):
             stack[:0] = list(item)
         elif isinstance(item, dict):
             stack[:0] = list(item.values())
     return 0, 0
+
+
+def _sizes(tensor):
+    """(samples, elements) of a batch tensor: its first dimension (1 for a scalar) and its numel."""
+    return (int(tensor.shape[0]) if tensor.dim() > 0 else 1), tensor.numel()

@@ -244,3 +244,29 @@ TEST_CASE("a rank stopped in its data phase: the stalls explain it, not the data
       CHECK(*g.lostShare < 0.2);  // the steady data wait alone
     }
 }
+
+TEST_CASE("threads_oversubscribed says the ranks share CPUs only when their CPU lists overlap",
+          "[profiler][accounting]") {
+  auto withThreads = [](const std::string& cpus0, const std::string& cpus1) {
+    auto r = run(2, 60, [](int, int) { return even(); });
+    for (int rank = 0; rank < 2; ++rank)
+      for (int i = 0; i < 8; ++i) {
+        ddp::UtilSample u;
+        u.rank = rank;
+        u.tUnixUs = kStart + static_cast<int64_t>(i) * 100'000;
+        u.runDelayPct = 40;
+        u.busyThreads = 3;
+        u.cpus = rank == 0 ? cpus0 : cpus1;
+        u.hostCpus = 2;
+        r.utilisation[rank].push_back(u);
+      }
+    const auto t = analyseTimings(r);
+    for (const auto& f : diagnose(r, t))
+      if (f.kind == FindingKind::kThreadsOversubscribed) return f.evidence;
+    return std::string("no threads_oversubscribed");
+  };
+  CHECK_THAT(withThreads("0-1", "0-1"), Contains("the ranks share those CPUs"));
+  const auto pinned = withThreads("0", "1");
+  CHECK_THAT(pinned, Contains("3 busy threads on 1 CPU(s)"));
+  CHECK(pinned.find("share those CPUs") == std::string::npos);
+}

@@ -4,7 +4,7 @@
 // by the second byte and merged, which must give the same JSON. Any crash, sanitizer report,
 // escaping exception or merge that differs is a bug.
 #include "ddp/common/json_text.hpp"
-#include "ddp/profiler/nccl_facts.hpp"
+#include "ddp/profiler/nccl/facts.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include "ddp/common/json_text.hpp"
 #include "ddp/common/net.hpp"
 #include "ddp/launcher/process.hpp"
-#include "ddp/profiler/instances.hpp"
+#include "ddp/profiler/projection/instances.hpp"
 #include "probe.hpp"
 
 #include <fmt/format.h>

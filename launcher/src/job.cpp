@@ -10,7 +10,7 @@
 #include "ddp/launcher/control.hpp"
 #include "ddp/launcher/process.hpp"
 #include "ddp/launcher/rank.hpp"
-#include "ddp/profiler/report.hpp"
+#include "ddp/profiler/render/report.hpp"
 #include "ddp/profiler/run.hpp"
 #include "host_probe.hpp"
 #include "io.hpp"

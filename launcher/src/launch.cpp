@@ -5,7 +5,7 @@
 #include "ddp/common/log.hpp"
 #include "ddp/launcher/port.hpp"
 #include "ddp/launcher/process.hpp"
-#include "ddp/profiler/instances.hpp"
+#include "ddp/profiler/projection/instances.hpp"
 #include "io.hpp"
 
 #include <fmt/format.h>

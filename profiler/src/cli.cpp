@@ -5,9 +5,9 @@
 #include "ddp/common/json_text.hpp"
 #include "ddp/common/log.hpp"
 #include "ddp/common/run_layout.hpp"
-#include "ddp/profiler/compare.hpp"
-#include "ddp/profiler/projection.hpp"
-#include "ddp/profiler/report.hpp"
+#include "ddp/profiler/projection/compare.hpp"
+#include "ddp/profiler/projection/projection.hpp"
+#include "ddp/profiler/render/report.hpp"
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>

@@ -2,8 +2,8 @@
 // step, the loss against the ideal step and its split, who made the others wait (persistent,
 // rotating, in bursts) and in which phase, input-dependent work, a rank short of CPU where the
 // others are not, and a verdict that is never "healthy" while the loss is over the threshold.
-#include "ddp/profiler/diagnosis.hpp"
-#include "ddp/profiler/report.hpp"
+#include "ddp/profiler/diagnosis/findings.hpp"
+#include "ddp/profiler/render/report.hpp"
 
 #include <catch2/catch.hpp>
 

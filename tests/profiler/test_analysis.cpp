@@ -1,8 +1,8 @@
 // Timing analyses and diagnosis on constructed runs with known answers, and the run loader on
 // bad input.
 #include "ddp/common/error.hpp"
-#include "ddp/profiler/diagnosis.hpp"
-#include "ddp/profiler/report.hpp"
+#include "ddp/profiler/diagnosis/findings.hpp"
+#include "ddp/profiler/render/report.hpp"
 #include "support/run_records.hpp"
 
 #include <fmt/format.h>

@@ -1,9 +1,9 @@
 // The instance decoder, `ddprof compare` on runs with known timings and prices, trace.json and
 // the HTML renderers, on constructed runs with known answers.
 #include "ddp/common/error.hpp"
-#include "ddp/profiler/compare.hpp"
-#include "ddp/profiler/report.hpp"
-#include "ddp/profiler/trace.hpp"
+#include "ddp/profiler/projection/compare.hpp"
+#include "ddp/profiler/render/report.hpp"
+#include "ddp/profiler/render/trace.hpp"
 #include "support/run_records.hpp"
 
 #include <fmt/format.h>

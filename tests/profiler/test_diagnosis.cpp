@@ -2,8 +2,8 @@
 // with more ranks than cores, a busy process on one rank's core, a CPU quota, a rank stopped
 // and continued, a late peer that is not the network's fault, communication measured against
 // the link, a throttled GPU; the verdict, the order of the findings and consistent statistics.
-#include "ddp/profiler/diagnosis.hpp"
-#include "ddp/profiler/report.hpp"
+#include "ddp/profiler/diagnosis/findings.hpp"
+#include "ddp/profiler/render/report.hpp"
 #include "support/run_records.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,8 +1,8 @@
 // The real logs and runs of the GPU check (tests/data/gpu-h200, tools/gpu-check.sh on one
 // NVIDIA H200 with NCCL 2.28.9): what the profiler reads from them. The expected counts were
 // taken from the files with grep, not from the parser.
-#include "ddp/profiler/diagnosis.hpp"
-#include "ddp/profiler/nccl_facts.hpp"
+#include "ddp/profiler/diagnosis/findings.hpp"
+#include "ddp/profiler/nccl/facts.hpp"
 #include "ddp/profiler/run.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // The NCCL logs derived from real excerpts in public issues (tests/data/nccl-logs, copied from
 // ../shared/fixtures/nccl-logs with its README), checked for the facts their README lists.
-#include "ddp/profiler/nccl_facts.hpp"
+#include "ddp/profiler/nccl/facts.hpp"
 
 #include <catch2/catch.hpp>
 

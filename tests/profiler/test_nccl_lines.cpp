@@ -1,8 +1,8 @@
 // Every line shape of the NCCL field guide (../shared/nccl-log-format.md), on lines written for
 // the tests, with the parsed struct checked.
 #include "ddp/common/json_text.hpp"
-#include "ddp/profiler/nccl_facts.hpp"
-#include "ddp/profiler/nccl_line.hpp"
+#include "ddp/profiler/nccl/facts.hpp"
+#include "ddp/profiler/nccl/line.hpp"
 
 #include <unistd.h>
 #include <catch2/catch.hpp>

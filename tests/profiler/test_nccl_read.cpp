@@ -3,7 +3,7 @@
 // boundary, and on a log written to cross every merge rule (later values win, counts add, the
 // capped lists keep their first entries).
 #include "ddp/common/json_text.hpp"
-#include "ddp/profiler/nccl_facts.hpp"
+#include "ddp/profiler/nccl/facts.hpp"
 
 #include <unistd.h>
 #include <catch2/catch.hpp>

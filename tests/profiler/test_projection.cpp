@@ -2,9 +2,9 @@
 // errors, and projections of real runs (tests/data/projection: the same job on simulated hosts
 // with the link between them at several rates, scripts/projection-runs.sh) against what was
 // measured on the target.
-#include "../../profiler/src/projection_replay.hpp"
+#include "../../profiler/src/projection/replay.hpp"
 #include "ddp/common/error.hpp"
-#include "ddp/profiler/projection.hpp"
+#include "ddp/profiler/projection/projection.hpp"
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>

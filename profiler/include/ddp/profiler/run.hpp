@@ -8,7 +8,7 @@
 #include "ddp/common/step_record.hpp"
 #include "ddp/common/timing_source.hpp"
 #include "ddp/common/util_sample.hpp"
-#include "ddp/profiler/nccl_facts.hpp"
+#include "ddp/profiler/nccl/facts.hpp"
 
 #include <map>
 #include <optional>

@@ -23,7 +23,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 repeat=3 doc=0 smoke=0 chosen=()
 all=(healthy nice-busy-core-1 busy-core-1 busy-core-0 shared-core quota-1 sigstop-1 oversubscribed small-batch
   python-worker-core python-data python-slow-shard socket-fallback slow-link healthy-wide healthy-tokens variable-work
-  slow-backward-1 intermittent-1 own-threads slow-storage)
+  slow-backward-1 intermittent-1 own-threads slow-storage slow-host-3 slow-host-4)
 # one rank per core, none at fault
 swappable=(healthy nice-busy-core-1 python-worker-core socket-fallback healthy-wide healthy-tokens variable-work own-threads
   slow-storage)
@@ -64,7 +64,7 @@ declare -A expect=([healthy]=none [nice-busy-core-1]=none [busy-core-1]="cpu_con
   [python-worker-core]="dataloader_starved|comm_bound" [python-data]=dataloader_starved [python-slow-shard]="straggler 1"
   [slow-link]=comm_bound [healthy-wide]=none [healthy-tokens]=none [variable-work]=variable_work
   [slow-backward-1]="straggler 1" [intermittent-1]="cpu_contention 1" [own-threads]=threads_oversubscribed
-  [slow-storage]=dataloader_starved)
+  [slow-storage]=dataloader_starved [slow-host-3]="comm_bound sim1" [slow-host-4]="comm_bound sim2")
 declare -A made=(
   [healthy]="2 ranks of train --model resnet18 --batch-size 8 (compute-bound), each pinned to its own core, nothing else running"
   [nice-busy-core-1]="the same, with a busy loop at nice 19 on rank 1's core: the scheduler gives the rank almost all of it"
@@ -86,7 +86,9 @@ declare -A made=(
   [slow-backward-1]="the token model, rank 1's backward alone about 10 % longer (a gradient hook repeating a matmul: SLOW_BACKWARD_RANK=1 SLOW_BACKWARD_SHARE=0.1), 2 pinned ranks"
   [intermittent-1]="train --model resnet18 --batch-size 8, 2 pinned ranks, a neighbour on rank 1's core busy a quarter of each second (a Python loop: 0.25 s busy, 0.75 s asleep)"
   [own-threads]="the token model with OMP_NUM_THREADS=4 exported by the user: 2 ranks, 8 compute threads on 2 cores, nothing else running"
-  [slow-storage]="the token model on a Dataset whose every sample is a blocking read of 3 ms (--read-ms 3), DataLoader with 2 workers, 2 pinned ranks")
+  [slow-storage]="the token model on a Dataset whose every sample is a blocking read of 3 ms (--read-ms 3), DataLoader with 2 workers, 2 pinned ranks"
+  [slow-host-3]="3 simulated hosts x 1 rank of train --model cnn over Gloo, host sim1's link limited to 10 Mbit/s (tc tbf): the host must be named"
+  [slow-host-4]="4 simulated hosts x 1 rank, host sim2's link limited to 10 Mbit/s: the host must be named")
 
 pinned() {  # pinned RUN_DIR PREFIX TRAIN_ARGS...: 2 ranks of train, each on core RANK (or PREFIX's choice)
   local run=$1 prefix=$2
@@ -145,11 +147,9 @@ run_scenario() {  # run_scenario NAME RUN_DIR
       pinned "$run" "" --model resnet18 --batch-size 8 --steps 12 --log-every 1000
       cp "$root/tests/data/nccl-logs/13-nccltests284-table-header-interleaved-init-timings-dash-form.log" "$run/nccl/"
       "$ddprof" report "$run" >/dev/null ;;
-    slow-link)
-      "$root/scripts/simulate-hosts" up 2 --rate sim1=10mbit >/dev/null
-      "$root/scripts/simulate-hosts" exec sim0 -- "$ddprun" --profile --output quiet --log-level error --run-dir "$run" \
-        -H sim0:2,sim1:2 "$train" --backend gloo --model cnn --batch-size 128 --steps 30 --log-every 100 >/dev/null
-      "$root/scripts/simulate-hosts" down >/dev/null ;;
+    slow-link) on_hosts "$run" 2 sim1 2 ;;
+    slow-host-3) on_hosts "$run" 3 sim1 1 ;;
+    slow-host-4) on_hosts "$run" 4 sim2 1 ;;
     healthy-wide) tokens "$run" "" --width 256 --layers 2 --batch-size 96 --steps 100 ;;
     healthy-tokens) tokens "$run" "" --batch-size 128 --steps 120 ;;
     variable-work) tokens "$run" "" --lengths 16:128 ;;
@@ -166,6 +166,15 @@ run_scenario() {  # run_scenario NAME RUN_DIR
   esac
 }
 
+on_hosts() {  # on_hosts RUN_DIR HOSTS SLOW_HOST RANKS_PER_HOST: train over Gloo, SLOW_HOST's link at 10 Mbit/s
+  local run=$1 n=$2 slow=$3 per=$4 spec="" h
+  for ((h = 0; h < n; h++)); do spec+="${spec:+,}sim$h:$per"; done
+  "$root/scripts/simulate-hosts" up "$n" --rate "$slow=10mbit" >/dev/null
+  "$root/scripts/simulate-hosts" exec sim0 -- "$ddprun" --profile --output quiet --log-level error --run-dir "$run" \
+    -H "$spec" "$train" --backend gloo --model cnn --batch-size 128 --steps 30 --log-every 100 >/dev/null
+  "$root/scripts/simulate-hosts" down >/dev/null
+}
+
 tokens() {  # tokens RUN_DIR PREFIX ARGS...: 2 pinned ranks of the token model
   local run=$1 prefix=$2
   shift 2
@@ -173,8 +182,8 @@ tokens() {  # tokens RUN_DIR PREFIX ARGS...: 2 pinned ranks of the token model
 }
 
 # first_finding RUN_DIR [RANK]: the report's first finding that is a warning or worse (leaving out
-# those that name RANK alone): "KIND RANKS CONFIDENCE DELAY", or "none - - DELAY"; DELAY: the
-# ranks' run-queue wait (lowest-highest mean %, "-" unsampled).
+# those that name RANK alone): "KIND WHO CONFIDENCE DELAY", or "none - - DELAY"; WHO: the hosts it
+# names, else its ranks; DELAY: the ranks' run-queue wait (lowest-highest mean %, "-" unsampled).
 first_finding() {
   /usr/bin/python3 - "$1/report.json" "${2:--}" <<'PY'
 import json, sys
@@ -187,7 +196,7 @@ if not problems:
     print("none - -", delay)
 else:
     f = problems[0]
-    print(f["kind"], ",".join(map(str, f["ranks"])) or "-", f["confidence"], delay)
+    print(f["kind"], ",".join(f.get("hosts") or []) or ",".join(map(str, f["ranks"])) or "-", f["confidence"], delay)
 PY
 }
 
@@ -278,7 +287,7 @@ if doc:
              "| scenario | how it was made | expected first finding | what the reports said | ranks' run-queue wait, % of their time (lowest–highest rank, each run) | | commit |",
              "|---|---|---|---|---|---|---|"]
     for name, rs in by.items():
-        said = "; ".join(f"{r['kind']}" + (f" ({'ranks' if ',' in r['ranks'] else 'rank'} "
+        said = "; ".join(f"{r['kind']}" + (f" ({('host' if r['ranks'][0].isalpha() else 'rank') + ('s' if ',' in r['ranks'] else '')} "
                                             f"{r['ranks'].replace(',', ', ')})" if r["ranks"] != "-" else "") +
                          (f", {r['confidence']}" if r["confidence"] != "-" else "") +
                          (f" (control, each rank on the other's core: {r['control']})" if r.get("control", "-") != "-" else "")

@@ -46,6 +46,13 @@ void readScheduling(const JsonFields& f, UtilSample& s) {
       s.others.push_back({static_cast<int>(o.integer("pid", 0)), o.string("name"), o.number("cpu_pct"),
                           o.optionalString("cpus").value_or("")});
     }
+  if (f.has("links"))
+    for (const auto& entry : f.array("links")) {
+      const JsonFields l(entry);
+      s.links.push_back({l.string("from"), l.string("to"), l.number("sent_mib"), l.number("sending_ms")});
+      if (s.links.back().sentMib < 0 || s.links.back().sendingMs < 0)
+        throw ConfigError("links: sent_mib and sending_ms cannot be negative");
+    }
 }
 
 void readGpu(const JsonFields& f, UtilSample& s) {
@@ -90,6 +97,12 @@ std::string formatUtilSample(const UtilSample& s) {
     for (const auto& o : s.others)
       others.push_back({{"pid", o.pid}, {"name", o.name}, {"cpu_pct", o.cpuPct}, {"cpus", o.cpus}});
     line["others"] = std::move(others);
+  }
+  if (!s.links.empty()) {
+    json links = json::array();
+    for (const auto& l : s.links)
+      links.push_back({{"from", l.from}, {"to", l.to}, {"sent_mib", l.sentMib}, {"sending_ms", l.sendingMs}});
+    line["links"] = std::move(links);
   }
   put(line, "gpu", s.gpu);
   put(line, "gpu_util_pct", s.gpuUtilPct);

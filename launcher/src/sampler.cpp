@@ -87,6 +87,32 @@ void addHelper(const procfs::ProcStat& p, UtilSampler::Reading& r) {
   r.helpersInIo += p.state == 'D';
 }
 
+// What the group's connections sent since the last reading, per (local, peer) address; a
+// connection new since counts from zero, one that closed in between is lost with its counts.
+std::vector<LinkSample> linkSamples(const std::map<uint64_t, tcp::Connection>& before,
+                                    const std::map<uint64_t, tcp::Connection>& now) {
+  std::map<std::pair<std::string, std::string>, LinkSample> byLink;
+  for (const auto& [inode, c] : now) {
+    auto was = before.find(inode);
+    const tcp::Connection zero;
+    const tcp::Connection& b = was == before.end() ? zero : was->second;
+    const double sent = growth(b.bytesAcked, c.bytesAcked), sending = growth(b.sendingUs, c.sendingUs);
+    if (sent <= 0) continue;
+    auto& l = byLink[{c.local, c.peer}];
+    l.from = c.local;
+    l.to = c.peer;
+    l.sentMib += sent / (1 << 20);
+    l.sendingMs += sending / 1e3;
+  }
+  std::vector<LinkSample> out;
+  for (auto& [key, l] : byLink) {
+    l.sentMib = std::round(l.sentMib * 1e4) / 1e4;
+    l.sendingMs = round1(l.sendingMs);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 }  // namespace
 
 GroupUsage groupUsage(const std::vector<procfs::ProcStat>& processes, int pgid) {
@@ -161,6 +187,7 @@ void UtilSampler::poll(int pgid) {
   Reading r;
   r.at = now;
   r.groupTicks = group.ticks;
+  std::vector<int> members;
   for (const auto& p : processes) {
     if (p.pgrp != pgid)
       r.ticksByPid[p.pid] = p.ticks;
@@ -168,7 +195,9 @@ void UtilSampler::poll(int pgid) {
       procfs::addThreads(p.pid, r.threads);
     else
       addHelper(p, r);
+    if (p.pgrp == pgid) members.push_back(p.pid);
   }
+  r.connections = tcp::connections(tcp::socketInodes(members));
   const auto cgroup = procfs::cgroupCpu(pgid);
   r.throttledNs = cgroup.throttledNs;
   r.host = procfs::hostTimes();
@@ -212,6 +241,7 @@ void UtilSampler::poll(int pgid) {
   }
   s.cpuPressurePct = procfs::cpuPressureAvg10();
   s.others = others(processes, pgid, seconds);
+  s.links = linkSamples(last_->connections, r.connections);
   addGpu(s);
   last_ = std::move(r);
   const auto text = formatUtilSample(s) + "\n";

@@ -9,6 +9,7 @@
 #include "ddp/common/util_sample.hpp"
 #include "probe.hpp"
 #include "procfs.hpp"
+#include "tcp_links.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -56,6 +57,7 @@ class UtilSampler {
     std::map<int, unsigned long long> helperTicks;    // the group's processes other than its leader
     std::map<int, unsigned long long> helperDelayNs;  // their threads' run-queue waits (thread id -> ns)
     int helpersInIo = 0;                              // helpers in state D when read
+    std::map<uint64_t, tcp::Connection> connections;  // the group's TCP connections, by socket inode
   };
 
  private:

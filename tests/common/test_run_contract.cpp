@@ -282,6 +282,7 @@ TEST_CASE("a utilisation sample survives format and parse", "[common][util]") {
   s.runnable = 18;
   s.cpuPressurePct = 41.2;
   s.others = {{4242, "stress ng", 99.5, "1"}};
+  s.links = {{"10.213.0.1", "10.213.0.3", 84.5, 7021.5}, {"fd00::1", "fd00::2", 0.25, 1}};
   s.gpuSmClockMhz = 1200;
   s.gpuSmClockMaxMhz = 1980;
   s.gpuPowerW = 700;
@@ -292,6 +293,13 @@ TEST_CASE("a utilisation sample survives format and parse", "[common][util]") {
   CHECK(full.others.size() == 1);
   CHECK(full.others.front().name == "stress ng");
   CHECK(full.gpuThrottle == std::vector<std::string>{"sw_power_cap", "hw_slowdown"});
+  REQUIRE(full.links.size() == 2);
+  CHECK(full.links[0].to == "10.213.0.3");
+  CHECK(full.links[0].sendingMs == 7021.5);
+  CHECK_THROWS_WITH(
+      parseUtilSample(
+          R"({"rank":0,"t_unix_us":5,"cpu_pct":1,"links":[{"from":"a","to":"b","sent_mib":-1,"sending_ms":1}]})"),
+      Contains("cannot be negative"));
   CHECK_THROWS_WITH(parseUtilSample(R"({"rank":0,"t_unix_us":5,"cpu_pct":1,"cpus":"0-x"})"), Contains("0-x"));
   CHECK(parseCpuList("0-3,8") == std::vector<int>{0, 1, 2, 3, 8});
   CHECK(formatCpuList({8, 0, 1, 2, 3}) == "0-3,8");

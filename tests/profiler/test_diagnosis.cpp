@@ -1,7 +1,7 @@
 // The diagnosis on causes from outside the program, constructed with known answers: a host
 // with more ranks than cores, a busy process on one rank's core, a CPU quota, a rank stopped
 // and continued, a late peer that is not the network's fault, communication measured against
-// the link, a throttled GPU; the verdict, the order of the findings and consistent statistics.
+// the link, a slow host among three, a throttled GPU; the verdict, the order of the findings and consistent statistics.
 #include "ddp/profiler/diagnosis/findings.hpp"
 #include "ddp/profiler/render/report.hpp"
 #include "support/run_records.hpp"
@@ -490,6 +490,70 @@ TEST_CASE("communication measured against the link", "[profiler][diagnosis]") {
     REQUIRE(comm != findings.end());
     CHECK(comm->confidence == Confidence::kLow);
     CHECK_THAT(comm->evidence, Contains("something other than the link slows them"));
+  }
+}
+
+namespace {
+
+// Three hosts, one rank each (sim0..sim2 at 10.0.0.1..3), the gradients going round the ring
+// 0 -> 2 -> 1 -> 0: each sample, each rank's connection to its successor delivered 2 MiB in
+// sendingMs(rank) ms.
+RunData ringOfThree(const std::function<double(int)>& sendingMs) {
+  auto run = syncRun(
+      3, 40, [](int, int) { return 20.0; }, 30.0, 64 << 20);
+  const int next[] = {2, 0, 1};
+  for (int r = 0; r < 3; ++r) {
+    run.exits.push_back(ddp::test::exitOf(r, 0, std::nullopt, "sim" + std::to_string(r), false));
+    sample(run, r, 4, [&](UtilSample& u, int) {
+      u.links.push_back({"10.0.0." + std::to_string(r + 1), "10.0.0." + std::to_string(next[r] + 1), 2, sendingMs(r)});
+      u.links.push_back({"10.0.0." + std::to_string(r + 1), "10.0.0." + std::to_string((r + 1) % 3 + 1), 0.01, 300});
+    });
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("three hosts, one host's network slow: comm_bound names the host", "[profiler][diagnosis]") {
+  SECTION("both of sim2's links slow, sim1 -> sim0 fast: sim2, and the ideal at the fast link") {
+    const auto run = ringOfThree([](int r) { return r == 1 ? 5.0 : 400.0; });
+    const auto t = analyseTimings(run);
+    REQUIRE(t.slowLinks);
+    CHECK(t.slowLinks->hosts == std::vector<std::string>{"sim2"});
+    CHECK_THAT(t.lost.linkSource, Contains("the fastest link between hosts, sim1 → sim0"));
+    const auto findings = diagnose(run, t);
+    REQUIRE_FALSE(findings.empty());
+    CHECK(findings.front().kind == FindingKind::kCommBound);
+    CHECK(findings.front().hosts == std::vector<std::string>{"sim2"});
+    CHECK_THAT(findings.front().evidence, Contains("every link of sim2 is slow"));
+    CHECK_THAT(findings.front().fix, Contains("sim2's network first"));
+    const auto text = renderReportText({run, t, findings});
+    CHECK_THAT(text, Contains("comm_bound (host sim2)"));
+    CHECK_THAT(text, Contains("links between hosts"));
+    // The small messages' links (0.04 MiB) measure latency: left out.
+    CHECK_THAT(text, !Contains("sim0 → sim1"));
+  }
+  SECTION("only sim0 -> sim2 slow: that link, no host") {
+    const auto run = ringOfThree([](int r) { return r == 0 ? 400.0 : 5.0; });
+    const auto findings = findingsOf(run);
+    REQUIRE_FALSE(findings.empty());
+    CHECK(findings.front().kind == FindingKind::kCommBound);
+    CHECK(findings.front().hosts.empty());
+    CHECK_THAT(findings.front().fix, Contains("the link sim0 → sim2 first"));
+  }
+  SECTION("links that differ by a few milliseconds of the kernel's clock: none is slow") {
+    const auto run = ringOfThree([](int r) { return r == 1 ? 4.0 : 12.0; });
+    const auto t = analyseTimings(run);
+    CHECK_FALSE(t.slowLinks);
+    const auto findings = diagnose(run, t);
+    REQUIRE_FALSE(findings.empty());
+    CHECK(findings.front().kind == FindingKind::kCommBound);
+    CHECK(findings.front().hosts.empty());
+  }
+  SECTION("every measured link as slow as the others: none to compare with") {
+    auto run = ringOfThree([](int) { return 400.0; });
+    run.utilisation.erase(1);
+    CHECK_FALSE(analyseTimings(run).slowLinks);
   }
 }
 

@@ -16,8 +16,15 @@ constexpr int kSigKill = 9;
 
 Finding& add(Findings& out, FindingKind kind, Severity severity, std::vector<int> ranks, std::string evidence,
              std::string fix, Confidence confidence, std::string confirm) {
-  out.push_back({kind, severity, std::move(ranks), std::move(evidence), std::move(fix), confidence, std::move(confirm),
-                 std::nullopt});
+  out.push_back({kind,
+                 severity,
+                 std::move(ranks),
+                 std::move(evidence),
+                 std::move(fix),
+                 confidence,
+                 std::move(confirm),
+                 std::nullopt,
+                 {}});
   return out.back();
 }
 

@@ -39,6 +39,32 @@ std::optional<Reference> linkReference(const RunData& run, const TimingAnalysis&
                                                 best->bytes, best->nranks)};
 }
 
+std::string linkName(const HostLink& l) { return l.from + " → " + l.to; }
+
+// The evidence and the fix of a slow link (or host).
+std::pair<std::string, std::string> slowLinkText(const SlowLinks& s) {
+  std::string slow;
+  for (size_t i = 0; i < s.slow.size(); ++i)
+    slow += fmt::format("{}{} {}",
+                        i == 0                   ? ""
+                        : i + 1 == s.slow.size() ? " and "
+                                                 : ", ",
+                        linkName(s.slow[i]), formatRate(s.slow[i].mbitPerS()));
+  std::string evidence =
+      fmt::format("; the links between hosts, as their TCP connections delivered while sending: {} against {} on {}",
+                  slow, formatRate(s.fastest.mbitPerS()), linkName(s.fastest));
+  if (!s.hosts.empty())
+    return {evidence + fmt::format(": every link of {} is slow, and the ring runs at its slowest link",
+                                   fmt::join(s.hosts, " and ")),
+            fmt::format("{}'s network first: its NIC and bandwidth limit (ethtool, tc qdisc, the instance's network "
+                        "bandwidth), other traffic on it; or run on hosts without it",
+                        fmt::join(s.hosts, " and "))};
+  return {evidence + ": the ring runs at its slowest link",
+          fmt::format("the link {} first: the route between those hosts, their NICs and bandwidth limits (ethtool, "
+                      "tc qdisc), other traffic on it",
+                      linkName(s.slow.front()))};
+}
+
 double forwardBackwardMs(const TimingAnalysis& t) {
   double ms = 0;
   for (const auto& r : t.ranks) ms += r.phaseMsMedian[Phase::kForward] + r.phaseMsMedian[Phase::kBackward];
@@ -65,6 +91,15 @@ void commBound(const RunData& run, const TimingAnalysis& t, Findings& out) {
   if (ratio > 0)
     evidence +=
         fmt::format(", {} of what the link delivers ({}: {:.3g} GB/s)", percent(ratio, 0), ref->source, ref->busbwGbps);
+  if (const auto& slow = t.slowLinks) {
+    const auto [more, fix] = slowLinkText(*slow);
+    add(out, FindingKind::kCommBound, t.transferShare >= kCommBoundCritical ? Severity::kCritical : Severity::kWarning,
+        {}, evidence + more, fix + "; then a faster link (ERI/RDMA between hosts)", Confidence::kHigh,
+        "ddpbench --op allreduce on two hosts of the slow link, and on two others (ddprun -H A:1,B:1 ddpbench): the "
+        "slow pair shows the same rate")
+        .hosts = slow->hosts;
+    return;
+  }
   if (ratio > 0 && ratio < kSlowerThanLinkShare) {
     add(out, FindingKind::kCommBound, Severity::kWarning, {}, evidence + ": something other than the link slows them",
         "look for what slows the collectives rather than for a faster link: CPU contention on the ranks' hosts, other "

@@ -32,6 +32,7 @@ json findingsJson(const std::vector<Finding>& findings) {
                    {"severity", severityName(f.severity)},
                    {"confidence", confidenceName(f.confidence)},
                    {"ranks", f.ranks},
+                   {"hosts", f.hosts},
                    {"evidence", f.evidence},
                    {"fix", f.fix},
                    {"confirm", f.confirm},
@@ -139,6 +140,18 @@ json utilisationJson(const TimingAnalysis& t) {
   return out;
 }
 
+json linksJson(const std::vector<HostLink>& links) {
+  json out = json::array();
+  for (const auto& l : links)
+    out.push_back({{"from", l.from},
+                   {"to", l.to},
+                   {"sent_mib", l.sentMib},
+                   {"sending_ms", l.sendingMs},
+                   {"mbit_per_s", l.mbitPerS()},
+                   {"measured", measured(l, links)}});
+  return out;
+}
+
 json timingJson(const TimingAnalysis& t) {
   json straggler = nullptr;
   if (t.straggler)
@@ -173,7 +186,8 @@ json timingJson(const TimingAnalysis& t) {
             {"comm_ms_mean", t.commMsMean},
             {"overlap_fraction", orNull(t.overlapFraction)},
             {"allreduce_busbw_gbps", orNull(t.allreduceBusbwGbps)},
-            {"allreduce_bytes_per_step", t.allreduceBytesPerStep}}},
+            {"allreduce_bytes_per_step", t.allreduceBytesPerStep},
+            {"links", linksJson(t.links)}}},
           {"imbalance",
            {{"run", t.imbalanceRun},
             {"step_median", t.imbalanceStepMedian},
@@ -233,6 +247,7 @@ std::string renderReportText(const Report& r) {
   if (t.stepsAnalysed > 0) {
     out += parts::accountingSummary(t.lost) + "\n" + parts::stepSummary(t) + "\n" + parts::phaseSummary(t) + "\n" +
            parts::commSummary(t) + "\n";
+    if (const auto links = parts::linkSummary(t); !links.empty()) out += links + "\n";
     if (const auto stalls = parts::stallSummary(t); !stalls.empty()) out += stalls + "\n";
   } else {
     out += "not measured: " + parts::notMeasured(r) + "\n";
@@ -271,6 +286,7 @@ std::string renderReportMarkdown(const Report& r) {
   if (t.stepsAnalysed > 0) {
     out += fmt::format("\n## Steps\n\n{}.  \n{}.  \n{}.\n", parts::stepSummary(t), parts::phaseSummary(t),
                        parts::commSummary(t));
+    if (const auto links = parts::linkSummary(t); !links.empty()) out += links + ".  \n";
     if (const auto stalls = parts::stallSummary(t); !stalls.empty()) out += stalls + ".\n";
     const auto table = parts::rankTable(t);
     out += "\nPer rank, medians over the analysed steps:\n\n|";

@@ -49,6 +49,7 @@ void steps(const TimingAnalysis& t, html::Page& page) {
   page.raw(html::lineChart("Step time over the run", xs, lines, "step", "ms"));
   const auto table = parts::rankTable(t);
   page.paragraph(parts::commSummary(t));
+  if (const auto links = parts::linkSummary(t); !links.empty()) page.paragraph(links);
   if (const auto stalls = parts::stallSummary(t); !stalls.empty()) page.paragraph(stalls);
   page.paragraph("Per rank, medians over the analysed steps:");
   page.table(table.header, table.rows);

@@ -11,6 +11,8 @@
 namespace ddp::profiler::parts {
 
 std::string rankSuffix(const Finding& f) {
+  if (!f.hosts.empty())
+    return (f.hosts.size() == 1 ? " (host " : " (hosts ") + fmt::format("{}", fmt::join(f.hosts, ", ")) + ")";
   if (f.ranks.empty()) return "";
   return (f.ranks.size() == 1 ? " (rank " : " (ranks ") + rankList(f.ranks) + ")";
 }
@@ -115,6 +117,16 @@ std::string commSummary(const TimingAnalysis& t) {
       t.allreduceBusbwGbps ? fmt::format("; gradient allreduces at {:.3g} GB/s bus bandwidth", *t.allreduceBusbwGbps)
                            : "",
       t.imbalanceRun);
+}
+
+std::string linkSummary(const TimingAnalysis& t) {
+  std::string links;
+  for (const auto& l : t.links)
+    if (measured(l, t.links))
+      links += fmt::format("{}{} → {} {} ({:.1f} MiB)", links.empty() ? "" : ", ", l.from, l.to,
+                           formatRate(l.mbitPerS()), l.sentMib);
+  if (links.empty()) return "";
+  return "links between hosts (what their TCP connections delivered while sending): " + links;
 }
 
 std::string stallSummary(const TimingAnalysis& t) {

@@ -24,6 +24,8 @@ std::string phaseSummary(const TimingAnalysis& t);
 // "communication: 1.6 ms per step; exposed 2.6 % of the step: the transfer 1.0 %, waiting for later ranks 1.6 %; ..."
 std::string commSummary(const TimingAnalysis& t);
 // "stalls: 8 steps took 3.4–9.1× the median (steps 12, 30, ...)"; "" without stalls.
+// The links between hosts that carried enough to measure; "" when none did (one host, RDMA).
+std::string linkSummary(const TimingAnalysis& t);
 std::string stallSummary(const TimingAnalysis& t);
 // Where the timings came from, per source ("timings: ddprun's automatic PyTorch instrumentation,
 // torch 1.13.0 ..., cpu on ranks 0-1"), then what the sources noted.

@@ -64,10 +64,13 @@ std::vector<Launch> launches(const StepRecord& r) {
 // Each rank's gradient buckets of one step, in launch order.
 using Launches = std::map<int, std::vector<Launch>>;
 
-// The link's bus bandwidth for the ideal transfer: ddpbench's, at the size nearest the step's
-// gradients, where the run directory has it; else what the run's own buckets reached (the median
-// over steps and buckets of bytes x 2(n-1)/n over the bucket's shortest duration over the ranks).
-void linkBandwidth(const RunData& run, const std::vector<Records>& steps, LostTime& out) {
+// The link's bus bandwidth for the ideal transfer: where one link between hosts is slow, what the
+// fastest one delivered (a ring's bus bandwidth is its links' rate: what the network allows without
+// the slow one); else ddpbench's, at the size nearest the step's gradients, where the run
+// directory has it; else what the run's own buckets reached (the median over steps and buckets of
+// bytes x 2(n-1)/n over the bucket's shortest duration over the ranks).
+void linkBandwidth(const RunData& run, const std::vector<Records>& steps, const std::optional<SlowLinks>& slow,
+                   LostTime& out) {
   const double n = static_cast<double>(run.timings.size());
   if (n < 2) return;
   std::vector<double> busbw;
@@ -81,7 +84,10 @@ void linkBandwidth(const RunData& run, const std::vector<Records>& steps, LostTi
     stepBytes = std::max(stepBytes, bytes);
   }
   const auto best = nearestAllreduceBench(run, stepBytes);
-  if (best && stepBytes > 0) {
+  if (slow) {
+    out.linkBusbwGbps = slow->fastest.mbitPerS() / 8e3;
+    out.linkSource = fmt::format("the fastest link between hosts, {} → {}", slow->fastest.from, slow->fastest.to);
+  } else if (best && stepBytes > 0) {
     out.linkBusbwGbps = best->busbwGbps;
     out.linkSource = fmt::format("ddpbench's {} allreduce of {} bytes", best->backend, best->bytes);
   } else if (!busbw.empty()) {
@@ -214,14 +220,15 @@ double LostTime::lostTotalMs() const {
 }
 
 LostTime accountLostTime(const RunData& run, const std::vector<StepRecords>& analysed,
-                         const std::vector<int64_t>& matrixSteps, const std::set<int64_t>& stalled) {
+                         const std::vector<int64_t>& matrixSteps, const std::set<int64_t>& stalled,
+                         const std::optional<SlowLinks>& slow) {
   LostTime lost;
   lost.steps = analysed.size();
   std::map<int, RankAccount*> byRank;
   for (const auto& [rank, records] : run.timings) lost.ranks.emplace_back().rank = rank;
   for (auto& a : lost.ranks) byRank[a.rank] = &a;
   if (analysed.empty()) return lost;
-  linkBandwidth(run, analysed, lost);
+  linkBandwidth(run, analysed, slow, lost);
   std::vector<double> causedPerStep;
   lost.waitMatrix.resize(lost.ranks.size());
   lost.computeMatrix.resize(lost.ranks.size());

@@ -282,12 +282,15 @@ TimeWindow windowOf(const std::map<int, const StepRecord*>& first, const std::ma
 TimingAnalysis analyseTimings(const RunData& run) {
   TimingAnalysis a;
   a.utilisation = analyseUtilisation(run);
+  a.links = analyseLinks(run);
   if (run.timings.empty()) return a;
   StepsByIndex bySteps;
   const auto common = commonSteps(run, a, bySteps);
   a.stepsAnalysed = common.size();
   if (common.empty()) return a;
-  a.utilisation = analyseUtilisation(run, windowOf(bySteps[common.front()], bySteps[common.back()]));
+  const auto window = windowOf(bySteps[common.front()], bySteps[common.back()]);
+  a.utilisation = analyseUtilisation(run, window);
+  a.links = analyseLinks(run, window);
   StepSums sums;
   for (int64_t step : common) addStep(bySteps[step], sums, a);
   summariseRun(sums, common.size(), run.timings.size(), a);
@@ -298,7 +301,8 @@ TimingAnalysis analyseTimings(const RunData& run) {
   for (const auto& s : a.stalls) stalled.insert(s.step);
   std::vector<StepRecords> analysed;
   for (int64_t step : common) analysed.push_back(bySteps[step]);
-  a.lost = accountLostTime(run, analysed, a.matrixSteps, stalled);
+  a.slowLinks = slowLinks(a.links, a.transferShare * a.runMs);
+  a.lost = accountLostTime(run, analysed, a.matrixSteps, stalled, a.slowLinks);
   a.straggler = findStraggler(a, sums);
   return a;
 }

@@ -106,4 +106,35 @@ std::vector<RankUtilisation> analyseUtilisation(const RunData& run, const std::o
   return out;
 }
 
+std::vector<HostLink> analyseLinks(const RunData& run, const std::optional<TimeWindow>& window) {
+  std::map<int, std::string> hostOfRank;
+  for (const auto& e : run.exits)
+    if (!e.host.empty()) hostOfRank[e.rank] = e.host;
+  std::map<std::string, std::string> hostOfAddress;  // a rank's own addresses are its host's
+  for (const auto& [rank, samples] : run.utilisation)
+    if (auto h = hostOfRank.find(rank); h != hostOfRank.end())
+      for (const auto& s : samples)
+        for (const auto& l : s.links) hostOfAddress.emplace(l.from, h->second);
+  auto hostOf = [&](const std::string& address) {
+    auto h = hostOfAddress.find(address);
+    return h == hostOfAddress.end() ? address : h->second;
+  };
+  std::map<std::pair<std::string, std::string>, HostLink> byHosts;
+  for (const auto& [rank, all] : run.utilisation)
+    for (const auto& s : within(all, window))
+      for (const auto& l : s.links) {
+        const std::string from = hostOf(l.from), to = hostOf(l.to);
+        if (from == to) continue;
+        auto& link = byHosts[{from, to}];
+        link.from = from;
+        link.to = to;
+        link.sentMib += l.sentMib;
+        link.sendingMs += l.sendingMs;
+      }
+  std::vector<HostLink> out;
+  for (auto& [key, link] : byHosts) out.push_back(std::move(link));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.sentMib > b.sentMib; });
+  return out;
+}
+
 }  // namespace ddp::profiler

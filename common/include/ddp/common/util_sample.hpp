@@ -22,6 +22,17 @@ struct OtherProcess {
   std::string cpus;   // the CPUs it may run on, "0-3,8"
 };
 
+// What the rank sent over one network link in the interval (its TCP connections to one peer
+// address, from one local address, added up): the bytes the peer acknowledged and the time its
+// connections were busy sending, less the time the receiver's window held them back. Their
+// ratio is what the link delivered while it was in use; loopback and the host's own address are
+// left out, and RDMA transports (NCCL on IB or eRDMA) show none.
+struct LinkSample {
+  std::string from, to;  // addresses: the rank's own, the peer's
+  double sentMib = 0;
+  double sendingMs = 0;
+};
+
 struct UtilSample {
   int rank = 0;
   int64_t tUnixUs = 0;
@@ -53,6 +64,7 @@ struct UtilSample {
   std::optional<int> runnable;           // tasks running or waiting for a CPU (loadavg)
   std::optional<double> cpuPressurePct;  // PSI "some" avg10 (/proc/pressure/cpu)
   std::vector<OtherProcess> others;      // the busiest processes outside the job (≥ 10 % CPU)
+  std::vector<LinkSample> links;         // what the rank sent to each peer address
   // The GPU, where NVML answered.
   std::optional<unsigned> gpu;  // the NVML index of the rank's GPU
   std::optional<double> gpuUtilPct, gpuMemUtilPct, gpuMemUsedMib;

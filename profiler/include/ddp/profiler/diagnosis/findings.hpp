@@ -62,6 +62,7 @@ struct Finding {
   // The share of the run's time it explains (what its fix would win back, from the lost-time
   // accounting); none for findings the accounting cannot measure (GPU, failures).
   std::optional<double> lostShare;
+  std::vector<std::string> hosts;  // the hosts it names (a slow host's network)
 };
 
 // Rules over timings, utilisation samples, NCCL facts and exit records. Ordered so that the

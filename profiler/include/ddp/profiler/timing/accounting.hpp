@@ -6,6 +6,7 @@
 // explains.
 
 #include "ddp/profiler/run.hpp"
+#include "ddp/profiler/timing/links.hpp"
 
 #include <array>
 #include <map>
@@ -99,8 +100,10 @@ inline constexpr double kHealthyLossShare = 0.15;
 // The records of one step, by rank.
 using StepRecords = std::map<int, const StepRecord*>;
 // steps: the analysed steps' records (every rank in each); matrixSteps: the steps to keep for the
-// heat map; stalled: the steps the timing analysis found stalled.
+// heat map; stalled: the steps the timing analysis found stalled; slow: the slow links between
+// hosts, if any (the fastest link is then what the network allows).
 LostTime accountLostTime(const RunData& run, const std::vector<StepRecords>& steps,
-                         const std::vector<int64_t>& matrixSteps, const std::set<int64_t>& stalled = {});
+                         const std::vector<int64_t>& matrixSteps, const std::set<int64_t>& stalled = {},
+                         const std::optional<SlowLinks>& slow = std::nullopt);
 
 }  // namespace ddp::profiler

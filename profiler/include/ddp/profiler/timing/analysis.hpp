@@ -77,6 +77,9 @@ struct TimeWindow {
 // Over the samples that fall mostly within `window`, where given (docs/profiler.md).
 std::vector<RankUtilisation> analyseUtilisation(const RunData& run, const std::optional<TimeWindow>& window = {});
 
+// The links between hosts (links.hpp) over the same samples: their samples' links added up.
+std::vector<HostLink> analyseLinks(const RunData& run, const std::optional<TimeWindow>& window = {});
+
 struct TimingAnalysis {
   std::vector<RankTiming> ranks;
   size_t stepsAnalysed = 0;                // steps present on every rank (the first one skipped as warm-up
@@ -108,6 +111,8 @@ struct TimingAnalysis {
   std::vector<int> shortRanks;    // fewer steps than the longest rank
   size_t maxSteps = 0;
   std::vector<RankUtilisation> utilisation;  // analyseUtilisation over the analysed steps, for the rules and renderers
+  std::vector<HostLink> links;               // analyseLinks over the same samples, the most sent first
+  std::optional<SlowLinks> slowLinks;        // among them (links.hpp)
   LostTime lost;                             // where the time went (accounting.hpp)
 };
 

@@ -336,7 +336,7 @@ RenderedReport reportRun(const std::string& dir, bool write, const std::vector<s
     writeFileAtomically(layout.report(ReportFile::kJson), out.json);
     writeFileAtomically(layout.report(ReportFile::kMarkdown), out.markdown);
     writeFileAtomically(layout.report(ReportFile::kHtml), out.html);
-    if (!run.timings.empty()) writeFileAtomically(layout.report(ReportFile::kTrace), jsonText(traceJson(run)) + "\n");
+    if (!run.timings.empty()) writeFileAtomically(layout.report(ReportFile::kTrace), traceText(run));
   }
   return out;
 }

@@ -1,15 +1,17 @@
 #include "ddp/profiler/render/trace.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <iterator>
 #include <set>
+#include <string_view>
 
 namespace ddp::profiler {
 namespace {
-
-using nlohmann::json;
 
 constexpr int kStepLane = 0, kPhaseLane = 1, kFirstBucketLane = 2, kOtherCollectivesLane = 1000;
 
@@ -70,45 +72,72 @@ std::map<std::string, double> estimateClockOffsets(const RunData& run) {
 
 namespace {
 
-json metadataEvent(const char* name, int pid, int tid, json args) {
-  return {{"ph", "M"}, {"name", name}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
-}
+// trace.json is written as text, an event a line: a 10,000-step run of 8 ranks has over a million
+// events, and building them as a JSON tree first took most of `ddprof report` (docs/benchmarks.md,
+// "Report cost").
+class TraceWriter {
+ public:
+  explicit TraceWriter(std::string& out) : out_(out) {}
 
-json completeEvent(std::string name, const char* category, int pid, int tid, double ts, double dur, json args) {
-  return {{"ph", "X"},  {"name", std::move(name)}, {"cat", category}, {"pid", pid}, {"tid", tid}, {"ts", ts},
-          {"dur", dur}, {"args", std::move(args)}};
-}
+  void metadata(const char* name, int pid, int tid, const char* key, const std::string& value) {
+    open();
+    fmt::format_to(std::back_inserter(out_), R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{{"{}":)", name, pid,
+                   tid, key);
+    out_ += nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out_ += "}}";
+  }
+  void metadata(const char* name, int pid, int tid, const char* key, int value) {
+    open();
+    fmt::format_to(std::back_inserter(out_), R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{{"{}":{}}}}})", name,
+                   pid, tid, key, value);
+  }
+  // A complete event; its name and category are the writer's own (no characters to escape), args
+  // the inside of its args object.
+  void complete(std::string_view name, const char* category, int pid, int tid, double ts, double dur,
+                std::string_view args) {
+    open();
+    fmt::format_to(std::back_inserter(out_),
+                   R"({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})", name,
+                   category, pid, tid, ts, dur, args);
+  }
+  void nameLane(int pid, int tid, const std::string& name) {
+    metadata("thread_name", pid, tid, "name", name);
+    metadata("thread_sort_index", pid, tid, "sort_index", tid);
+  }
 
-void nameLane(json& events, int pid, int tid, const std::string& name) {
-  events.push_back(metadataEvent("thread_name", pid, tid, {{"name", name}}));
-  events.push_back(metadataEvent("thread_sort_index", pid, tid, {{"sort_index", tid}}));
-}
+ private:
+  void open() {
+    out_ += first_ ? "\n" : ",\n";
+    first_ = false;
+  }
+  std::string& out_;
+  bool first_ = true;
+};
 
 // One rank's process: its name, its lanes, and its steps, phases and collectives; ts maps a
 // wall-clock time of its host onto the trace's time line.
-void appendRank(json& events, int rank, const std::string& host, const std::vector<StepRecord>& records,
+void appendRank(TraceWriter& w, int rank, const std::string& host, const std::vector<StepRecord>& records,
                 const std::function<double(double)>& ts) {
-  events.push_back(
-      metadataEvent("process_name", rank, 0,
-                    {{"name", host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} ({})", rank, host)}}));
-  events.push_back(metadataEvent("process_sort_index", rank, 0, {{"sort_index", rank}}));
-  nameLane(events, rank, kStepLane, "steps");
-  nameLane(events, rank, kPhaseLane, "phases");
+  w.metadata("process_name", rank, 0, "name",
+             host.empty() ? fmt::format("rank {}", rank) : fmt::format("rank {} ({})", rank, host));
+  w.metadata("process_sort_index", rank, 0, "sort_index", rank);
+  w.nameLane(rank, kStepLane, "steps");
+  w.nameLane(rank, kPhaseLane, "phases");
   std::set<int> buckets;
   bool others = false;
+  std::string name, args;
   for (const auto& r : records) {
     const double start = ts(static_cast<double>(r.startUnixUs));
-    json args = {{"samples", r.samples}};
-    if (r.loss) args["loss"] = *r.loss;
-    events.push_back(
-        completeEvent(fmt::format("step {}", r.step), "step", rank, kStepLane, start, r.stepMs * 1e3, args));
+    args = fmt::format(R"("samples":{})", r.samples);
+    if (r.loss && std::isfinite(*r.loss)) fmt::format_to(std::back_inserter(args), R"(,"loss":{})", *r.loss);
+    w.complete(fmt::format("step {}", r.step), "step", rank, kStepLane, start, r.stepMs * 1e3, args);
     // Phases are recorded as durations: they are laid end to end, in their order, from the step's start.
+    const std::string inStep = fmt::format(R"("step":{})", r.step);
     double at = start;
     for (Phase p : kPhases) {
       const double dur = r.phasesMs[p] * 1e3;
       if (dur <= 0) continue;
-      events.push_back(
-          completeEvent(std::string(phaseName(p)), "phase", rank, kPhaseLane, at, dur, {{"step", r.step}}));
+      w.complete(phaseName(p), "phase", rank, kPhaseLane, at, dur, inStep);
       at += dur;
     }
     for (const auto& c : r.collectives) {
@@ -117,43 +146,46 @@ void appendRank(json& events, int rank, const std::string& host, const std::vect
         buckets.insert(c.bucket);
       else
         others = true;
-      events.push_back(completeEvent(
-          bucket ? fmt::format("{} bucket {}", collectiveOpName(c.op), c.bucket) : std::string(collectiveOpName(c.op)),
-          "collective", rank, bucket ? kFirstBucketLane + c.bucket : kOtherCollectivesLane,
-          ts(static_cast<double>(c.startUnixUs)), c.durationMs * 1e3, {{"step", r.step}, {"bytes", c.bytes}}));
+      name =
+          bucket ? fmt::format("{} bucket {}", collectiveOpName(c.op), c.bucket) : std::string(collectiveOpName(c.op));
+      w.complete(name, "collective", rank, bucket ? kFirstBucketLane + c.bucket : kOtherCollectivesLane,
+                 ts(static_cast<double>(c.startUnixUs)), c.durationMs * 1e3,
+                 fmt::format(R"("step":{},"bytes":{})", r.step, c.bytes));
     }
   }
-  for (int b : buckets) nameLane(events, rank, kFirstBucketLane + b, fmt::format("bucket {}", b));
-  if (others) nameLane(events, rank, kOtherCollectivesLane, "other collectives");
+  for (int b : buckets) w.nameLane(rank, kFirstBucketLane + b, fmt::format("bucket {}", b));
+  if (others) w.nameLane(rank, kOtherCollectivesLane, "other collectives");
 }
 
 }  // namespace
 
-json traceJson(const RunData& run) {
+std::string traceText(const RunData& run) {
   const auto hosts = rankHosts(run);
   const auto offsets = estimateClockOffsets(run);
-  json events = json::array();
   int64_t origin = INT64_MAX;
   for (const auto& [rank, records] : run.timings)
     for (const auto& r : records) origin = std::min(origin, r.startUnixUs);
   if (origin == INT64_MAX) origin = 0;
+  std::string out = R"({"traceEvents":[)";
+  TraceWriter w(out);
   for (const auto& [rank, records] : run.timings) {
     const auto host = hosts.count(rank) ? hosts.at(rank) : std::string();
     const double shift = offsets.count(host) ? offsets.at(host) : 0.0;
-    appendRank(events, rank, host, records,
-               [&](double unixUs) { return unixUs - shift - static_cast<double>(origin); });
+    appendRank(w, rank, host, records, [&](double unixUs) { return unixUs - shift - static_cast<double>(origin); });
   }
-  json clock = json::object();
+  nlohmann::json clock = nlohmann::json::object();
   for (const auto& [host, offset] : offsets) clock[host] = offset;
-  return {{"traceEvents", events},
-          {"displayTimeUnit", "ms"},
-          {"otherData",
-           {{"run_dir", run.dir},
-            {"origin_unix_us", origin},
-            {"clock_offsets_us", clock},
-            {"note",
-             "phases are laid end to end from each step's start; collectives are at their recorded times; "
-             "each host's clock is shifted by clock_offsets_us onto rank 0's"}}}};
+  const nlohmann::json other = {
+      {"run_dir", run.dir},
+      {"origin_unix_us", origin},
+      {"clock_offsets_us", clock},
+      {"note",
+       "phases are laid end to end from each step's start; collectives are at their recorded times; "
+       "each host's clock is shifted by clock_offsets_us onto rank 0's"}};
+  out += "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":";
+  out += other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out += "}\n";
+  return out;
 }
 
 }  // namespace ddp::profiler

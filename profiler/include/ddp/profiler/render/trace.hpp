@@ -5,8 +5,6 @@
 
 #include "ddp/profiler/run.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <map>
 #include <string>
 
@@ -19,6 +17,7 @@ namespace ddp::profiler {
 // rank is taken to share one clock.
 std::map<std::string, double> estimateClockOffsets(const RunData& run);
 
-nlohmann::json traceJson(const RunData& run);
+// The Chrome Trace Event file, as text (a JSON object, ending in a newline).
+std::string traceText(const RunData& run);
 
 }  // namespace ddp::profiler

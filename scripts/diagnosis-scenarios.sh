@@ -2,7 +2,7 @@
 # diagnosis-scenarios.sh [--repeat N] [--smoke] [--doc] [SCENARIO...]: real causes, made from
 # outside the program (pinned ranks, ordinary busy processes, CPU quotas, SIGSTOP/SIGCONT, a slow
 # link between simulated hosts, a real NCCL log), each run under `ddprun --profile`; the report's
-# first finding is compared with the cause. Every scenario runs N times (default 3): the answer
+# first finding is compared with the cause. Every scenario runs N times (default 3; the healthy shapes at least 5): the answer
 # must not flip from run to run. --smoke: one run of the quick scenarios (CTest). --doc: appends
 # the runs to bench/diagnosis-scenarios.jsonl (with the commit) and writes the table into
 # docs/diagnosis.md from the latest N runs of every scenario recorded there, so that a rerun of
@@ -27,6 +27,8 @@ all=(healthy nice-busy-core-1 busy-core-1 busy-core-0 shared-core quota-1 sigsto
 # one rank per core, none at fault
 swappable=(healthy nice-busy-core-1 python-worker-core socket-fallback healthy-wide healthy-tokens variable-work own-threads
   slow-storage)
+# the healthy shapes run at least 5 times each: no warning on any of them
+declare -A least=([healthy]=5 [healthy-wide]=5 [healthy-tokens]=5)
 quick=(healthy busy-core-1 busy-core-0 sigstop-1 oversubscribed python-data socket-fallback)
 while [ $# -gt 0 ]; do
   case $1 in
@@ -242,9 +244,11 @@ matches() {  # matches WANT KIND RANKS: WANT may be alternatives (a|b), with ran
 }
 
 for name in "${chosen[@]}"; do
-  for i in $(seq "$repeat"); do
+  times=$repeat
+  ((smoke == 0 && ${least[$name]:-0} > times)) && times=${least[$name]}
+  for i in $(seq "$times"); do
     run=$work/$name-$i
-    echo "== $name, run $i of $repeat" >&2
+    echo "== $name, run $i of $times" >&2
     status=ok
     run_scenario "$name" "$run" || status="the run failed"
     read -r kind ranks confidence delay < <(first_finding "$run" 2>/dev/null || echo "no-report - - -")
@@ -262,7 +266,9 @@ for name in "${chosen[@]}"; do
 done
 
 meta=$work/meta.tsv
-for name in "${all[@]}"; do printf '%s\t%s\t%s\n' "$name" "${expect[$name]}" "${made[$name]}"; done >"$meta"
+for name in "${all[@]}"; do
+  printf '%s\t%s\t%s\t%s\n' "$name" "${expect[$name]}" "${made[$name]}" "$((${least[$name]:-0} > repeat ? ${least[$name]:-0} : repeat))"
+done >"$meta"
 ((doc)) && mkdir -p "$(dirname "$recorded")" && cat "$results" >>"$recorded"
 /usr/bin/python3 - "$results" "$doc" "$root" "$repeat" "$meta" "$recorded" <<'PY'
 import json, subprocess, sys, collections
@@ -270,6 +276,7 @@ results, doc, root, repeat = sys.argv[1], sys.argv[2] == "1", sys.argv[3], int(s
 meta = [line.rstrip("\n").split("\t") for line in open(sys.argv[5])]
 expect = {m[0]: m[1] for m in meta}
 made = {m[0]: m[2] for m in meta}
+times = {m[0]: int(m[3]) for m in meta}
 rows = [json.loads(l) for l in open(results) if l.strip()]
 failed = [r for r in rows if r["status"] != "ok"]
 print(f"{len(rows) - len(failed)} of {len(rows)} runs found the expected first finding")
@@ -279,9 +286,10 @@ if doc:
     for line in open(sys.argv[6]):
         if line.strip() and json.loads(line)["scenario"] in recorded:
             recorded[json.loads(line)["scenario"]].append(json.loads(line))
-    by = collections.OrderedDict((k, v[-repeat:]) for k, v in recorded.items() if v)
+    by = collections.OrderedDict((k, v[-times[k]:]) for k, v in recorded.items() if v)
     lines = ["## Scenarios (`scripts/diagnosis-scenarios.sh`)", "",
-             f"Each cause made from outside the program, each scenario run {repeat} times under `ddprun --profile` on this "
+             f"Each cause made from outside the program, each scenario run {repeat} times (the healthy shapes "
+             f"{max(repeat, 5)}) under `ddprun --profile` on this "
              "2-core machine; the first finding that is a warning or worse is compared with the cause (`none`: the report "
              "must have no warning at all).", "",
              "| scenario | how it was made | expected first finding | what the reports said | ranks' run-queue wait, % of their time (lowest–highest rank, each run) | | commit |",

@@ -179,9 +179,12 @@ TEST_CASE("a loss over the threshold that no rule names is unexplained_loss, not
   CHECK_THAT(v, Contains("% data"));
 }
 
-TEST_CASE("a rank short of CPU where the other is not: cpu_contention by contrast", "[profiler][accounting]") {
-  // Rank 1's thread waits for a CPU 15 % of its time (under the 20 % of cpu_contention), rank 0's
-  // 2 %; rank 1's steps are longer by that wait.
+namespace {
+
+// Rank 1's thread waits for a CPU 15 % of its time (under the 20 % of cpu_contention), rank 0's
+// 2 %; rank 1's steps are longer by that wait. With `neighbour`, a process outside the job is seen
+// on rank 1's core in every other sample (busy at times).
+RunData shortOfCpu(bool neighbour) {
   auto r = run(2, 200, [](int rank, int) { return even(rank == 1 ? 1.2 : 1.0); });
   for (int rank = 0; rank < 2; ++rank)
     for (int i = 0; i < 8; ++i) {
@@ -191,8 +194,16 @@ TEST_CASE("a rank short of CPU where the other is not: cpu_contention by contras
       u.runDelayPct = rank == 1 ? 15 : 2;
       u.cpus = std::to_string(rank);
       u.hostCpus = 2;
+      if (neighbour && rank == 1 && i % 2 == 0) u.others = {{4242, "python3", 50, "1"}};
       r.utilisation[rank].push_back(u);
     }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a rank short of CPU where the other is not: cpu_contention by contrast", "[profiler][accounting]") {
+  const auto r = shortOfCpu(true);
   const auto f = firstProblem(r);
   REQUIRE(f);
   CHECK(findingKindName(f->kind) == "cpu_contention");
@@ -200,6 +211,16 @@ TEST_CASE("a rank short of CPU where the other is not: cpu_contention by contras
   CHECK_THAT(f->evidence, Contains("against 2 % on the others"));
   REQUIRE(f->lostShare);
   CHECK(*f->lostShare > 0.05);
+}
+
+TEST_CASE("the same wait with nothing outside the rank on its core: its own work, a straggler",
+          "[profiler][accounting]") {
+  // Its threads wait for one another on the core it has (its extra work beside its communication
+  // thread): the fix is in the rank, not a neighbour to find.
+  const auto f = firstProblem(shortOfCpu(false));
+  REQUIRE(f);
+  CHECK(findingKindName(f->kind) == "straggler");
+  CHECK(f->ranks == std::vector<int>{1});
 }
 
 TEST_CASE("findings are ranked by the share of the run they explain", "[profiler][accounting]") {

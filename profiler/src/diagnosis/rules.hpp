@@ -66,6 +66,10 @@ inline constexpr double kDataBoundShare = 0.3;
 std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const TimingAnalysis& t);
 // A rank's utilisation summary; null when it was not sampled.
 const RankUtilisation* utilisationOf(const TimingAnalysis& t, int rank);
+// Whether something outside the rank's own processes took its CPUs at times: a process outside
+// the job seen on them, its cgroup's quota, the hypervisor (each seen at all, ≥ 1 % of the time).
+// Without, a rank's wait for a CPU is among its own threads.
+bool outsideTakesCpu(const TimingAnalysis& t, int rank);
 // "stress (pid 777, 99 % CPU on CPU(s) 0), ..." (cpuPrefix before the figure: "up to ").
 std::string describeOthers(const std::vector<OtherProcess>& others, std::string_view cpuPrefix = "");
 

@@ -81,7 +81,8 @@ const RankAccount* accountOf(const LostTime& l, int rank) {
 // One rank the others wait for in most steps, by a share of the run: a straggler, whatever its
 // margin (the timing analysis's straggler needs 30 % more compute; a 10 % slower backward on one
 // rank of two costs the run 3 %), with the phase that made it late. Its CPU wait, where that made
-// it late, is cpuContrast's.
+// it late and something outside the rank took its CPUs, is cpuContrast's; a wait among its own
+// threads (its extra work on the cores it has) stays the straggler's.
 void persistentLateRank(const RunData&, const TimingAnalysis& t, Findings& out) {
   const auto& l = t.lost;
   if (l.pattern != LatePattern::kPersistent || t.straggler) return;
@@ -89,7 +90,7 @@ void persistentLateRank(const RunData&, const TimingAnalysis& t, Findings& out) 
   const double steps = static_cast<double>(std::max<size_t>(1, l.steps));
   if (!a || l.share(a->causedPeerWaitMs) < kPersistentFindingShare ||
       static_cast<double>(a->lateSteps) < kPersistentLateSteps * steps ||
-      a->causedByCpuWaitMs >= 0.5 * a->causedPeerWaitMs)
+      (a->causedByCpuWaitMs >= 0.5 * a->causedPeerWaitMs && outsideTakesCpu(t, a->rank)))
     return;
   const bool warn = l.share(l.lostTotalMs()) >= kHealthyLossShare;
   add(out, FindingKind::kStraggler, warn ? Severity::kWarning : Severity::kInfo, {a->rank},
@@ -164,7 +165,7 @@ void cpuContrast(const RunData&, const TimingAnalysis& t, Findings& out) {
     const double own = cpuWaitShareOf(a), theirs = othersCpuWait(l, a.rank);
     if (own - theirs < kCpuContrastPoints || own < kCpuContrastRatio * theirs ||
         l.share(cpuLossMs(l, a)) < kFindingShare || names(out, FindingKind::kCpuContention, a.rank) ||
-        names(out, FindingKind::kThreadsOversubscribed, a.rank))
+        names(out, FindingKind::kThreadsOversubscribed, a.rank) || !outsideTakesCpu(t, a.rank))
       continue;
     const RankUtilisation* u = utilisationOf(t, a.rank);
     const std::string others = u ? describeOthers(u->others, "up to ") : "";

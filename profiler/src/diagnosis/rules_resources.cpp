@@ -67,6 +67,13 @@ std::string waitedFor(const TimingAnalysis& t, int rank) {
 
 }  // namespace
 
+bool outsideTakesCpu(const TimingAnalysis& t, int rank) {
+  constexpr double kSeenPct = 1;
+  const RankUtilisation* u = utilisationOf(t, rank);
+  return u && (!competitors(*u).empty() || u->throttledPctMean.value_or(0) >= kSeenPct ||
+               u->stealPctMean.value_or(0) >= kSeenPct);
+}
+
 const RankUtilisation* utilisationOf(const TimingAnalysis& t, int rank) {
   for (const auto& u : t.utilisation)
     if (u.rank == rank) return &u;

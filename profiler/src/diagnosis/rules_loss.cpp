@@ -18,11 +18,10 @@ constexpr double kFindingShare = 0.05;  // of the run's time: the least a findin
 // the run is not healthy (its loss kHealthyLossShare or more), a note where it is (the two vCPUs
 // of this machine make pinned ranks of the same job differ by up to 4 %).
 constexpr double kPersistentFindingShare = 0.02;
-constexpr double kPersistentLateSteps = 0.6;  // late in this share of the steps
-constexpr double kCpuContrastPoints = 0.05;   // a rank's CPU wait this much of its time above the others' ...
-constexpr double kCpuContrastRatio = 2.0;     // ... and this many times theirs: short of CPU where they are not
-constexpr double kInputCv = 0.1;              // input sizes varying by this much (coefficient of variation) ...
-constexpr double kInputCorrelation = 0.5;     // ... with compute following them (Pearson's r): input-dependent work
+constexpr double kCpuContrastPoints = 0.05;  // a rank's CPU wait this much of its time above the others' ...
+constexpr double kCpuContrastRatio = 2.0;    // ... and this many times theirs: short of CPU where they are not
+constexpr double kInputCv = 0.1;             // input sizes varying by this much (coefficient of variation) ...
+constexpr double kInputCorrelation = 0.5;    // ... with compute following them (Pearson's r): input-dependent work
 
 double cpuWaitShareOf(const RankAccount& a) { return a.stepMs > 0 ? a.ms[StepPart::kCpuWait] / a.stepMs : 0; }
 
@@ -89,7 +88,6 @@ void persistentLateRank(const RunData&, const TimingAnalysis& t, Findings& out) 
   const RankAccount* a = accountOf(l, l.lateRank);
   const double steps = static_cast<double>(std::max<size_t>(1, l.steps));
   if (!a || l.share(a->causedPeerWaitMs) < kPersistentFindingShare ||
-      static_cast<double>(a->lateSteps) < kPersistentLateSteps * steps ||
       (a->causedByCpuWaitMs >= 0.5 * a->causedPeerWaitMs && outsideTakesCpu(t, a->rank)))
     return;
   const bool warn = l.share(l.lostTotalMs()) >= kHealthyLossShare;

@@ -30,7 +30,7 @@ constexpr double kLatePatternMinShare = 0.02;  // peer wait below this share of 
 constexpr double kBurstStepShare = 0.1;        // the tenth of steps with most peer wait ...
 constexpr double kBurstWaitShare = 0.5;        // ... holding this share of it: bursts
 constexpr double kPersistentShare = 0.6;       // one rank causing this share of the peer wait ...
-constexpr double kPersistentSteps = 0.5;       // ... late in this share of the steps: persistent
+constexpr double kPersistentSteps = 0.6;       // ... late in this share of the steps: persistent
 
 using Records = StepRecords;
 
@@ -196,10 +196,9 @@ void classify(LostTime& lost, const std::vector<double>& causedPerStep) {
   const auto burst = static_cast<size_t>(std::ceil(kBurstStepShare * static_cast<double>(sorted.size())));
   lost.burstShare = std::accumulate(sorted.begin(), sorted.begin() + static_cast<long>(burst), 0.0) / peer;
   if (lost.share(peer) < kLatePatternMinShare) return;
-  const double n = static_cast<double>(lost.ranks.size());
   if (lost.burstShare >= kBurstWaitShare) {
     lost.pattern = LatePattern::kBursts;
-  } else if (lost.topLateShare >= std::max(kPersistentShare, 1.5 / n) &&
+  } else if (lost.topLateShare >= kPersistentShare &&
              static_cast<double>(top->lateSteps) >= kPersistentSteps * static_cast<double>(lost.steps)) {
     lost.pattern = LatePattern::kPersistent;
   } else {

@@ -84,7 +84,7 @@ declare -A made=(
   [slow-link]="2 simulated hosts x 2 ranks over Gloo, host sim1's link limited to 10 Mbit/s (tc tbf)"
   [healthy-wide]="a second healthy shape: the token model with wide layers and a big batch (--width 256 --layers 2 --batch-size 96), 2 pinned ranks"
   [healthy-tokens]="a third healthy shape: an unchanged PyTorch token model (tests/python/scripts/token_model.py, fixed length 64, --batch-size 128), 2 pinned ranks"
-  [variable-work]="the token model with each batch's length drawn per rank and step from 16 to 128 (--lengths 16:128: unbucketed NLP batches), 2 pinned ranks"
+  [variable-work]="the token model at healthy-tokens' batch (128) with each batch's length drawn per rank and step from 16 to 128 (--lengths 16:128: unbucketed NLP batches), 2 pinned ranks (at batch 32 the transfer alone was a quarter of the step, and comm_bound came first in one run of three)"
   [slow-backward-1]="the token model at healthy-tokens' batch (128, 300 steps), rank 1's backward alone about 10 % longer (a gradient hook repeating a matmul: SLOW_BACKWARD_RANK=1 SLOW_BACKWARD_SHARE=0.1), 2 pinned ranks (right: the straggler, a note where the run loses under 15 %, a warning above; at batch 32 the transfer alone was a quarter of the step and comm_bound rightly came first)"
   [intermittent-1]="train --model resnet18 --batch-size 8, 2 pinned ranks, a neighbour on rank 1's core busy a quarter of each second (a Python loop: 0.25 s busy, 0.75 s asleep)"
   [own-threads]="the token model with OMP_NUM_THREADS=4 exported by the user: 2 ranks, 8 compute threads on 2 cores, nothing else running"
@@ -154,7 +154,7 @@ run_scenario() {  # run_scenario NAME RUN_DIR
     slow-host-4) on_hosts "$run" 4 sim2 1 ;;
     healthy-wide) tokens "$run" "" --width 256 --layers 2 --batch-size 96 --steps 100 ;;
     healthy-tokens) tokens "$run" "" --batch-size 128 --steps 120 ;;
-    variable-work) tokens "$run" "" --lengths 16:128 ;;
+    variable-work) tokens "$run" "" --lengths 16:128 --batch-size 128 ;;
     slow-backward-1) tokens "$run" "export SLOW_BACKWARD_RANK=1 SLOW_BACKWARD_SHARE=0.1;" --batch-size 128 --steps 300 ;;
     intermittent-1)
       taskset -c 1 /usr/bin/python3 -c $'import time\nwhile True:\n    t = time.time()\n    while time.time() - t < 0.25: pass\n    time.sleep(0.75)' &

@@ -117,6 +117,25 @@ TEST_CASE("waits that rotate between ranks: variable_work, never healthy", "[pro
                                Contains("fix first: variable_work"));
 }
 
+TEST_CASE("ranks late in turn because each waited for a CPU in turn: not variable_work", "[profiler][accounting]") {
+  // Each step one rank, in turn, is 60 % slower, and a sample ending with the step says its thread
+  // waited for a CPU for that extra time (four ranks on two cores, say): no input sizes.
+  auto r = run(2, 60, [](int rank, int s) { return even(rank == s % 2 ? 1.6 : 1.0); });
+  for (auto& [rank, records] : r.timings)
+    for (const auto& rec : records) {
+      ddp::UtilSample u;
+      u.rank = rank;
+      u.tUnixUs = rec.startUnixUs + static_cast<int64_t>(rec.stepMs * 1000);
+      u.runDelayPct = u.busiestDelayPct = rank == rec.step % 2 ? 35 : 1;
+      u.cpus = "0-1";
+      u.hostCpus = 2;
+      r.utilisation[rank].push_back(u);
+    }
+  const auto t = analyseTimings(r);
+  REQUIRE(t.lost.pattern == LatePattern::kRotating);
+  for (const auto& f : diagnose(r, t)) CHECK(f.kind != FindingKind::kVariableWork);
+}
+
 TEST_CASE("one rank a quarter slower in backward alone: a straggler, in backward", "[profiler][accounting]") {
   auto slower = [](double by) {
     return run(2, 60, [by](int rank, int) {

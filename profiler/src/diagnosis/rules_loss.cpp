@@ -119,6 +119,12 @@ void rotatingLateRanks(const RunData&, const TimingAnalysis& t, Findings& out) {
   // one another's jitter lose a few per cent with nothing to fix.
   if (l.pattern != LatePattern::kRotating || l.share(peer) < (inputDependent ? kFindingShare : kHealthyLossShare))
     return;
+  // Ranks late in turn because each waited for a CPU in turn (more ranks or threads than cores)
+  // are short of CPU, not given different work: that wait is the CPU findings' (their share holds
+  // the peer wait their CPU wait caused).
+  double caused = 0, byCpu = 0;
+  for (const auto& a : l.ranks) caused += a.causedPeerWaitMs, byCpu += a.causedByCpuWaitMs;
+  if (!inputDependent && byCpu >= 0.5 * caused) return;
   std::string spread;
   for (const auto& a : l.ranks)
     spread += fmt::format("{}rank {} {}", spread.empty() ? "" : ", ", a.rank,

@@ -1,6 +1,6 @@
 #pragma once
 // Analyses of a loaded run (pure functions): timing statistics, utilisation, the lost-time
-// accounting, scaling (docs/profiler.md). The findings drawn from them: diagnosis.hpp.
+// accounting, scaling (docs/profiler.md). The findings drawn from them: diagnosis/findings.hpp.
 
 #include "ddp/profiler/run.hpp"
 #include "ddp/profiler/timing/accounting.hpp"

@@ -92,9 +92,9 @@ void addHelper(const procfs::ProcStat& p, UtilSampler::Reading& r) {
 std::vector<LinkSample> linkSamples(const std::map<uint64_t, tcp::Connection>& before,
                                     const std::map<uint64_t, tcp::Connection>& now) {
   std::map<std::pair<std::string, std::string>, LinkSample> byLink;
+  const tcp::Connection zero;
   for (const auto& [inode, c] : now) {
     auto was = before.find(inode);
-    const tcp::Connection zero;
     const tcp::Connection& b = was == before.end() ? zero : was->second;
     const double sent = growth(b.bytesAcked, c.bytesAcked), sending = growth(b.sendingUs, c.sendingUs);
     if (sent <= 0) continue;

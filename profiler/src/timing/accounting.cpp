@@ -73,6 +73,11 @@ void linkBandwidth(const RunData& run, const std::vector<Records>& steps, const 
                    LostTime& out) {
   const double n = static_cast<double>(run.timings.size());
   if (n < 2) return;
+  if (slow) {
+    out.linkBusbwGbps = slow->fastest.mbitPerS() / 8e3;
+    out.linkSource = fmt::format("the fastest link between hosts, {} → {}", slow->fastest.from, slow->fastest.to);
+    return;
+  }
   std::vector<double> busbw;
   uint64_t stepBytes = 0;
   for (const auto& ranks : steps) {
@@ -84,10 +89,7 @@ void linkBandwidth(const RunData& run, const std::vector<Records>& steps, const 
     stepBytes = std::max(stepBytes, bytes);
   }
   const auto best = nearestAllreduceBench(run, stepBytes);
-  if (slow) {
-    out.linkBusbwGbps = slow->fastest.mbitPerS() / 8e3;
-    out.linkSource = fmt::format("the fastest link between hosts, {} → {}", slow->fastest.from, slow->fastest.to);
-  } else if (best && stepBytes > 0) {
+  if (best && stepBytes > 0) {
     out.linkBusbwGbps = best->busbwGbps;
     out.linkSource = fmt::format("ddpbench's {} allreduce of {} bytes", best->backend, best->bytes);
   } else if (!busbw.empty()) {

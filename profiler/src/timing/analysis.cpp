@@ -281,16 +281,15 @@ TimeWindow windowOf(const std::map<int, const StepRecord*>& first, const std::ma
 
 TimingAnalysis analyseTimings(const RunData& run) {
   TimingAnalysis a;
-  a.utilisation = analyseUtilisation(run);
-  a.links = analyseLinks(run);
-  if (run.timings.empty()) return a;
   StepsByIndex bySteps;
-  const auto common = commonSteps(run, a, bySteps);
+  const auto common = run.timings.empty() ? std::vector<int64_t>{} : commonSteps(run, a, bySteps);
   a.stepsAnalysed = common.size();
-  if (common.empty()) return a;
-  const auto window = windowOf(bySteps[common.front()], bySteps[common.back()]);
+  // Over the analysed steps; over the whole run where there are none.
+  std::optional<TimeWindow> window;
+  if (!common.empty()) window = windowOf(bySteps[common.front()], bySteps[common.back()]);
   a.utilisation = analyseUtilisation(run, window);
-  a.links = analyseLinks(run, window);
+  a.links = analyseLinks(run, a.utilisation);
+  if (common.empty()) return a;
   StepSums sums;
   for (int64_t step : common) addStep(bySteps[step], sums, a);
   summariseRun(sums, common.size(), run.timings.size(), a);

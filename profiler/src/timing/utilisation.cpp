@@ -33,6 +33,20 @@ std::vector<OtherProcess> busiestOthers(const std::vector<UtilSample>& samples) 
   return out;
 }
 
+// Each (from, to) address pair's links over the samples, added up.
+std::vector<LinkSample> addedLinks(const std::vector<UtilSample>& samples) {
+  std::map<std::pair<std::string, std::string>, LinkSample> byPair;
+  for (const auto& s : samples)
+    for (const auto& l : s.links) {
+      auto& sum = byPair.try_emplace({l.from, l.to}, LinkSample{l.from, l.to, 0, 0}).first->second;
+      sum.sentMib += l.sentMib;
+      sum.sendingMs += l.sendingMs;
+    }
+  std::vector<LinkSample> out;
+  for (auto& [key, l] : byPair) out.push_back(std::move(l));
+  return out;
+}
+
 void summariseScheduling(const std::vector<UtilSample>& samples, RankUtilisation& u) {
   u.runDelayPctMean = meanOf(samples, [](const UtilSample& s) { return s.runDelayPct; });
   u.throttledPctMean = meanOf(samples, [](const UtilSample& s) { return s.throttledPct; });
@@ -57,6 +71,7 @@ void summariseScheduling(const std::vector<UtilSample>& samples, RankUtilisation
     u.stoppedSamples += s.stopped;
   }
   u.others = busiestOthers(samples);
+  u.links = addedLinks(samples);
 }
 
 void summariseGpu(const std::vector<UtilSample>& samples, RankUtilisation& u) {
@@ -106,31 +121,29 @@ std::vector<RankUtilisation> analyseUtilisation(const RunData& run, const std::o
   return out;
 }
 
-std::vector<HostLink> analyseLinks(const RunData& run, const std::optional<TimeWindow>& window) {
+std::vector<HostLink> analyseLinks(const RunData& run, const std::vector<RankUtilisation>& utilisation) {
   std::map<int, std::string> hostOfRank;
   for (const auto& e : run.exits)
     if (!e.host.empty()) hostOfRank[e.rank] = e.host;
   std::map<std::string, std::string> hostOfAddress;  // a rank's own addresses are its host's
-  for (const auto& [rank, samples] : run.utilisation)
-    if (auto h = hostOfRank.find(rank); h != hostOfRank.end())
-      for (const auto& s : samples)
-        for (const auto& l : s.links) hostOfAddress.emplace(l.from, h->second);
+  for (const auto& u : utilisation)
+    if (auto h = hostOfRank.find(u.rank); h != hostOfRank.end())
+      for (const auto& l : u.links) hostOfAddress.emplace(l.from, h->second);
   auto hostOf = [&](const std::string& address) {
     auto h = hostOfAddress.find(address);
     return h == hostOfAddress.end() ? address : h->second;
   };
   std::map<std::pair<std::string, std::string>, HostLink> byHosts;
-  for (const auto& [rank, all] : run.utilisation)
-    for (const auto& s : within(all, window))
-      for (const auto& l : s.links) {
-        const std::string from = hostOf(l.from), to = hostOf(l.to);
-        if (from == to) continue;
-        auto& link = byHosts[{from, to}];
-        link.from = from;
-        link.to = to;
-        link.sentMib += l.sentMib;
-        link.sendingMs += l.sendingMs;
-      }
+  for (const auto& u : utilisation)
+    for (const auto& l : u.links) {
+      const std::string from = hostOf(l.from), to = hostOf(l.to);
+      if (from == to) continue;
+      auto& link = byHosts[{from, to}];
+      link.from = from;
+      link.to = to;
+      link.sentMib += l.sentMib;
+      link.sendingMs += l.sendingMs;
+    }
   std::vector<HostLink> out;
   for (auto& [key, link] : byHosts) out.push_back(std::move(link));
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.sentMib > b.sentMib; });

@@ -69,6 +69,7 @@ struct RankUtilisation {
   std::vector<OtherProcess> others;  // the busiest outside processes seen, each at its highest CPU
   std::optional<double> gpuSmClockMhzMean, gpuSmClockMaxMhz;
   std::map<std::string, size_t> gpuThrottle;  // reason -> samples that saw it
+  std::vector<LinkSample> links;              // what it sent to each peer address, added up
 };
 // The run's time span the steps were analysed over (µs since the epoch).
 struct TimeWindow {
@@ -77,8 +78,8 @@ struct TimeWindow {
 // Over the samples that fall mostly within `window`, where given (docs/profiler.md).
 std::vector<RankUtilisation> analyseUtilisation(const RunData& run, const std::optional<TimeWindow>& window = {});
 
-// The links between hosts (links.hpp) over the same samples: their samples' links added up.
-std::vector<HostLink> analyseLinks(const RunData& run, const std::optional<TimeWindow>& window = {});
+// The links between hosts (links.hpp): the ranks' links (analyseUtilisation's) by host.
+std::vector<HostLink> analyseLinks(const RunData& run, const std::vector<RankUtilisation>& utilisation);
 
 struct TimingAnalysis {
   std::vector<RankTiming> ranks;
@@ -111,7 +112,7 @@ struct TimingAnalysis {
   std::vector<int> shortRanks;    // fewer steps than the longest rank
   size_t maxSteps = 0;
   std::vector<RankUtilisation> utilisation;  // analyseUtilisation over the analysed steps, for the rules and renderers
-  std::vector<HostLink> links;               // analyseLinks over the same samples, the most sent first
+  std::vector<HostLink> links;               // analyseLinks of them, the most sent first
   std::optional<SlowLinks> slowLinks;        // among them (links.hpp)
   LostTime lost;                             // where the time went (accounting.hpp)
 };

@@ -16,6 +16,18 @@ set(DDP_HAVE_TORCH OFF)
 find_package(Torch QUIET)
 if(Torch_FOUND)
   set(DDP_HAVE_TORCH ON)
+  # TorchConfig finds c10 with find_library, which looks in the system's directories before
+  # LibTorch's own: a pip wheel's LibTorch on a machine that has Debian's too would be linked
+  # with Debian's libc10, two versions in one process. The c10 beside the LibTorch found is taken.
+  set(_own_c10 "${TORCH_INSTALL_PREFIX}/lib/${CMAKE_SHARED_LIBRARY_PREFIX}c10${CMAKE_SHARED_LIBRARY_SUFFIX}")
+  if(EXISTS "${_own_c10}" AND NOT c10_LIBRARY STREQUAL _own_c10)
+    list(FIND TORCH_LIBRARIES "${c10_LIBRARY}" _at)
+    if(_at GREATER_EQUAL 0)
+      list(REMOVE_AT TORCH_LIBRARIES ${_at})
+      list(INSERT TORCH_LIBRARIES ${_at} "${_own_c10}")
+    endif()
+    set(c10_LIBRARY "${_own_c10}" CACHE FILEPATH "c10 of the LibTorch found" FORCE)
+  endif()
   set(DDP_HAVE_GLOO ${DDP_WITH_GLOO})
   # LibTorch 2.x (pip wheels) carries its own fmt headers, which then shadow the system's in
   # every file that includes torch: those files use fmt header-only, so no fmt symbol of
@@ -30,6 +42,15 @@ if(Torch_FOUND)
 else()
   message(STATUS "ddprun: LibTorch not found: building without gloo, ddp::torch and train")
 endif()
+
+# ddp_use_torch(TARGET SCOPE): TARGET includes and links LibTorch, with the fmt that LibTorch's
+# headers bring (FMT_HEADER_ONLY where it bundles its own). Every target that includes torch.
+function(ddp_use_torch target scope)
+  target_link_libraries(${target} ${scope} ${TORCH_LIBRARIES})
+  if(DDP_TORCH_BUNDLES_FMT)
+    target_compile_definitions(${target} ${scope} FMT_HEADER_ONLY)
+  endif()
+endfunction()
 
 set(DDP_HAVE_NCCL OFF)
 if(DDP_WITH_NCCL)

@@ -1,6 +1,7 @@
 #include "ddp/common/log.hpp"
 
 #include "ddp/common/error.hpp"
+#include "ddp/common/log_message.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/sinks/base_sink.h>
@@ -69,6 +70,8 @@ std::shared_ptr<spdlog::logger> get(const std::string& name) {
   }
   return logger;
 }
+
+void error(const std::string& name, const std::string& message) { get(name)->error("{}", message); }
 
 void setLevel(spdlog::level::level_enum level) {
   auto& r = registry();

@@ -53,7 +53,7 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo> connect(const Rendezvous& r) {
 
 // Every gradient in one flat buffer, summed over the ranks and divided by their number: the
 // exchange a data-parallel step needs, timed as one collective.
-void averageGradients(torch::nn::Module& model, c10d::ProcessGroup& group, StepTimer& timer) {
+void averageGradients(torch::nn::Module& model, c10d::ProcessGroupGloo& group, StepTimer& timer) {
   std::vector<torch::Tensor> grads;
   for (auto& p : model.parameters()) grads.push_back(p.grad().view(-1));
   std::vector<torch::Tensor> flat{torch::cat(grads)};

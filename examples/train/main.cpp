@@ -6,8 +6,9 @@
 #include "ddp/comm/mpi_session.hpp"
 #include "ddp/comm/world.hpp"
 #include "ddp/common/error.hpp"
-#include "ddp/common/log.hpp"
+#include "ddp/common/log_message.hpp"
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -85,20 +86,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (first) ddp::log::get("train")->error("{} (see --help)", e.what());
+    if (first) ddp::log::error("train", fmt::format("{} (see --help)", e.what()));
     return 2;
   }
   o.overlap = !noOverlap;
   if (o.steps == 0 && o.epochs == 0) o.steps = 100;
   if (o.resume && o.checkpointDir.empty()) {
-    if (first) ddp::log::get("train")->error("--resume needs --checkpoint DIR");
+    if (first) ddp::log::error("train", "--resume needs --checkpoint DIR");
     return 2;
   }
   try {
     return runTraining(o);
   } catch (const std::exception& e) {
     const int code = ddp::exitCodeFor(e);
-    if (!ddp::comm::MpiSession::active() || first || code != 2) ddp::log::get("train")->error("{}", e.what());
+    if (!ddp::comm::MpiSession::active() || first || code != 2) ddp::log::error("train", e.what());
     ddp::comm::MpiSession::abortJob(code);
     return code;
   }

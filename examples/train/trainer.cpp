@@ -6,13 +6,14 @@
 #include "models.hpp"
 #include "train.hpp"
 
+#include "ddp/comm/detail/torch_compat.hpp"
 #include "ddp/comm/distributed_data_parallel.hpp"
 #include "ddp/comm/registry.hpp"
 #include "ddp/comm/step_timer.hpp"
 #include "ddp/comm/world.hpp"
 #include "ddp/common/error.hpp"
 #include "ddp/common/files.hpp"
-#include "ddp/common/log.hpp"
+#include "ddp/common/log_message.hpp"
 
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
@@ -41,20 +42,14 @@ class Precision {
   // Autocast for the lifetime of the returned object.
   struct Scope {
     Scope(bool on, bool cuda) : on_(on), cuda_(cuda) {
-      if (!on_) return;
-      if (cuda_) {
-        at::autocast::set_enabled(true);
-        at::autocast::set_autocast_gpu_dtype(at::kHalf);
-      } else {
-        at::autocast::set_cpu_enabled(true);
-        at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      }
+      if (on_) comm::detail::setAutocast(device(), true, cuda_ ? at::kHalf : at::kBFloat16);
     }
     ~Scope() {
       if (!on_) return;
-      cuda_ ? at::autocast::set_enabled(false) : at::autocast::set_cpu_enabled(false);
+      comm::detail::setAutocast(device(), false, cuda_ ? at::kHalf : at::kBFloat16);
       at::autocast::clear_cache();
     }
+    at::DeviceType device() const { return cuda_ ? at::kCUDA : at::kCPU; }
     bool on_, cuda_;
   };
   Scope autocast() const { return Scope(amp_, cuda_); }
@@ -138,7 +133,7 @@ void injectFaults(const std::vector<Fault>& faults, int rank, int64_t step, Phas
         break;
       case Fault::Kind::kExit:
         if (once) {
-          log::get("train")->error("rank {}: injected fault: exit {} at step {}", rank, f.arg, step);
+          log::error("train", fmt::format("rank {}: injected fault: exit {} at step {}", rank, f.arg, step));
           std::_Exit(static_cast<int>(f.arg));
         }
         break;
@@ -356,7 +351,8 @@ int runTraining(const TrainOptions& o) {
       if (ranks.empty())
         std::cout << fmt::format("train: verify: parameters bitwise identical on {} ranks\n", world.size);
       else
-        log::get("train")->error("verify: parameters of rank(s) {} differ from rank 0's", fmt::join(ranks, ", "));
+        log::error("train",
+                   fmt::format("verify: parameters of rank(s) {} differ from rank 0's", fmt::join(ranks, ", ")));
     }
     if (!ranks.empty()) exitCode = 1;
   }

@@ -5,6 +5,7 @@
 
 #include "ddp/comm/backend.hpp"
 #include "ddp/comm/buckets.hpp"
+#include "ddp/comm/detail/torch_compat.hpp"
 #include "ddp/comm/step_timer.hpp"
 
 #include <torch/nn/module.h>
@@ -13,10 +14,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-namespace torch::autograd {
-struct Node;
-}
 
 namespace ddp::comm {
 
@@ -115,8 +112,8 @@ class DistributedDataParallel {
   std::vector<std::string> names_;
   std::vector<Bucket> buckets_;
   std::vector<std::unique_ptr<BucketState>> state_;
-  std::vector<size_t> bucketOf_, slotOf_;                             // per parameter
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // keeps the hooked grad accumulators alive
+  std::vector<size_t> bucketOf_, slotOf_;      // per parameter
+  std::vector<detail::NodePtr> accumulators_;  // keeps the hooked grad accumulators alive
   std::vector<uintptr_t> hookKeys_;
   std::shared_ptr<HookState> hookState_;
   std::vector<bool> ready_;

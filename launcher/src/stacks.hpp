@@ -7,6 +7,7 @@
 
 namespace ddp::launcher {
 
+// A Python program's Python stacks first (py-spy dump, 5 s at most), then the native ones:
 // gdb's "thread apply all bt" when gdb is installed and may attach (15 s at most), else what
 // /proc says of each thread (kernel stack where readable, wait channel, state).
 std::string captureStacks(pid_t pid);

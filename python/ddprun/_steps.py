@@ -7,7 +7,10 @@ have one (the GPU's time, with no synchronisation: a finished step waits in `pen
 last event has completed, then is written), else the host time. The data phase is always host
 time: it is the time the host was blocked waiting for the DataLoader."""
 
+import os
+import threading
 import time
+import weakref
 
 from ._records import PHASES, SCHEMA, WallClock
 
@@ -84,7 +87,9 @@ def record_head(rank, world_size):
 # Finished steps reach the timings file together, when a step ends this long or longer after the
 # first of them (or this many are waiting), and all of them at exit: one write and one warm
 # formatting loop for a quarter second of steps, instead of both for every step. The heartbeat
-# (progress) still changes at every phase.
+# (progress) still changes at every phase. Steps that no later step follows (the job hung, or
+# stalls) are written by a background thread once they are a quarter second old, so that a hung
+# rank's report has every step before the hang.
 FLUSH_SECONDS = 0.25
 FLUSH_STEPS = 256
 
@@ -100,6 +105,8 @@ class StepBuilder:
         self.pending = []  # finished steps not written yet (on CUDA: also those whose events have not completed)
         self.event_factory = None  # set on CUDA: () -> a recorded torch.cuda.Event
         self.resume = None  # the end of the last step: the next one starts there (steps are contiguous)
+        self.lock = threading.Lock()  # pending and the writes: the training thread and the flusher
+        self.flusher = None  # the thread that writes steps left waiting (started with the first step)
 
     def mark(self):
         return Mark(self.event_factory)
@@ -139,22 +146,51 @@ class StepBuilder:
         self.current = None
         self.resume = step.end
         self.next_index += 1
-        self.pending.append(step)
+        with self.lock:
+            self.pending.append(step)
         self.files.progress(step.index, "done")
         first = self.pending[0].end.host
         if step.end.host - first >= FLUSH_SECONDS or len(self.pending) >= FLUSH_STEPS:
             self.flush(wait=False)
+        if self.flusher is None or self.flusher.pid != os.getpid():
+            self.flusher = Flusher(self)
 
     def flush(self, wait):
         """Writes the finished steps whose events completed, in order, in one write (all of them
         when wait)."""
-        ready = 0
-        for step in self.pending:
-            if not step.ready():
-                if not wait:
-                    break
-                step.end.event.synchronize()
-            ready += 1
-        if ready:
-            steps, self.pending = self.pending[:ready], self.pending[ready:]
-            self.files.write_steps(steps)
+        with self.lock:
+            ready = 0
+            for step in self.pending:
+                if not step.ready():
+                    if not wait:
+                        break
+                    step.end.event.synchronize()
+                ready += 1
+            if ready:
+                steps, self.pending = self.pending[:ready], self.pending[ready:]
+                self.files.write_steps(steps)
+
+
+class Flusher:
+    """A daemon thread of the process that writes the builder's finished steps once the oldest
+    has waited FLUSH_SECONDS with no later step to carry it (it looks every FLUSH_SECONDS)."""
+
+    def __init__(self, builder):
+        self.pid = os.getpid()
+        self.thread = threading.Thread(target=self.run, args=(weakref.ref(builder),), name="ddprun-flush", daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def run(ref):
+        while True:
+            time.sleep(FLUSH_SECONDS)
+            builder = ref()
+            if builder is None:
+                return
+            pending = builder.pending
+            if pending and time.perf_counter() - pending[0].end.host >= FLUSH_SECONDS:
+                try:
+                    builder.flush(wait=False)
+                except Exception:  # noqa: BLE001 - the exit's flush says what went wrong
+                    return
+            del builder

@@ -48,7 +48,8 @@ constexpr std::array<Rule, 21> kRules = {{
 }};
 
 // In the order of FindingKind.
-constexpr std::array<std::string_view, 24> kKindNames = {"rank_failed",
+constexpr std::array<std::string_view, 25> kKindNames = {"rank_failed",
+                                                         "rank_hung",
                                                          "host_lost",
                                                          "ranks_stopped",
                                                          "restart",
@@ -75,18 +76,31 @@ constexpr std::array<std::string_view, 24> kKindNames = {"rank_failed",
 
 // Which finding to fix first: failures, then causes, then what causes lead to, then notes.
 int priority(FindingKind kind) {
-  static const std::array<FindingKind, 24> kOrder = {FindingKind::kHostLost,      FindingKind::kRankFailed,
-                                                     FindingKind::kNcclError,     FindingKind::kMissingRanks,
-                                                     FindingKind::kCpuContention, FindingKind::kStalls,
-                                                     FindingKind::kGpuThrottled,  FindingKind::kStraggler,
-                                                     FindingKind::kVariableWork,  FindingKind::kDataloaderStarved,
-                                                     FindingKind::kDataBound,     FindingKind::kSocketFallback,
-                                                     FindingKind::kP2pDisabled,   FindingKind::kCommBound,
-                                                     FindingKind::kSmallBatch,    FindingKind::kThreadsOversubscribed,
-                                                     FindingKind::kLoadImbalance, FindingKind::kGpuIdle,
-                                                     FindingKind::kGpuFakeBusy,   FindingKind::kInitSlow,
-                                                     FindingKind::kNoGdr,         FindingKind::kUnexplainedLoss,
-                                                     FindingKind::kRestart,       FindingKind::kRanksStopped};
+  static const std::array<FindingKind, 25> kOrder = {FindingKind::kHostLost,
+                                                     FindingKind::kRankFailed,
+                                                     FindingKind::kRankHung,
+                                                     FindingKind::kNcclError,
+                                                     FindingKind::kMissingRanks,
+                                                     FindingKind::kCpuContention,
+                                                     FindingKind::kStalls,
+                                                     FindingKind::kGpuThrottled,
+                                                     FindingKind::kStraggler,
+                                                     FindingKind::kVariableWork,
+                                                     FindingKind::kDataloaderStarved,
+                                                     FindingKind::kDataBound,
+                                                     FindingKind::kSocketFallback,
+                                                     FindingKind::kP2pDisabled,
+                                                     FindingKind::kCommBound,
+                                                     FindingKind::kSmallBatch,
+                                                     FindingKind::kThreadsOversubscribed,
+                                                     FindingKind::kLoadImbalance,
+                                                     FindingKind::kGpuIdle,
+                                                     FindingKind::kGpuFakeBusy,
+                                                     FindingKind::kInitSlow,
+                                                     FindingKind::kNoGdr,
+                                                     FindingKind::kUnexplainedLoss,
+                                                     FindingKind::kRestart,
+                                                     FindingKind::kRanksStopped};
   return static_cast<int>(std::find(kOrder.begin(), kOrder.end(), kind) - kOrder.begin());
 }
 
@@ -252,8 +266,8 @@ std::string_view confidenceName(Confidence c) {
 std::string_view findingKindName(FindingKind kind) { return enumName(kKindNames, kind); }
 
 bool isFailure(FindingKind kind) {
-  return kind == FindingKind::kHostLost || kind == FindingKind::kRankFailed || kind == FindingKind::kNcclError ||
-         kind == FindingKind::kMissingRanks;
+  return kind == FindingKind::kHostLost || kind == FindingKind::kRankFailed || kind == FindingKind::kRankHung ||
+         kind == FindingKind::kNcclError || kind == FindingKind::kMissingRanks;
 }
 
 std::vector<Finding> diagnose(const RunData& run, const TimingAnalysis& t) {

@@ -4,8 +4,10 @@
 #include "diagnosis/rules.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace ddp::profiler::rules {
 namespace {
@@ -40,6 +42,48 @@ std::map<std::string, std::vector<int>> ranksByHost(const RunData& run, const Ti
   return out;
 }
 
+namespace {
+
+// The innermost frames of the main thread's Python stack in a stacks file (py-spy dump's
+// "Thread N (state): "MainThread"" section), innermost first; empty without one.
+std::vector<std::string> pythonFrames(const std::string& path, size_t most) {
+  std::vector<std::string> frames;
+  std::ifstream in(path);
+  bool inMain = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Thread ", 0) == 0) {
+      if (inMain) break;
+      inMain = line.find("\"MainThread\"") != std::string::npos;
+      continue;
+    }
+    if (!inMain) continue;
+    const size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos) break;
+    if (frames.size() < most) frames.push_back(line.substr(first));
+  }
+  return frames;
+}
+
+// A rank the hang watchdog named: where its Python code was (py-spy's stack in the stacks file the
+// launcher wrote), and where to read the rest.
+void hungRank(const RunData& run, const RankExitRecord& e, Findings& out) {
+  const RunLayout layout(run.dir);
+  const std::string path = layout.rankStacks(e.rank);
+  const auto frames = pythonFrames(path, 6);
+  add(out, FindingKind::kRankHung, Severity::kCritical, {e.rank},
+      fmt::format("rank {}{} hung: no step completed anywhere within --timeout, and the launcher named it{}", e.rank,
+                  e.host.empty() ? "" : " on " + e.host,
+                  frames.empty() ? fmt::format("; its stacks: {}", path)
+                                 : fmt::format("; its Python stack (innermost first): {}", fmt::join(frames, " <- "))),
+      frames.empty()
+          ? fmt::format("read its stacks ({}): the innermost frames of the training thread are where it waits", path)
+          : fmt::format("look at {} first: the rank waits there; the native stacks beside it are in {}", frames.front(),
+                        path),
+      Confidence::kHigh, "less " + path);
+}
+
+}  // namespace
+
 // Ranks that failed on their own: the launcher's culprit first; the ranks it stopped after
 // that are collateral, named in one finding.
 void failedRanks(const RunData& run, const TimingAnalysis&, Findings& out) {
@@ -63,6 +107,10 @@ void failedRanks(const RunData& run, const TimingAnalysis&, Findings& out) {
   for (const auto& e : run.exits) {
     // A rank the launcher judged collateral may have been killed before its record was written.
     if (e.status == RankStatus::kCollateral && !e.failed()) collateral.push_back(e.rank);
+    if (e.status == RankStatus::kHung) {
+      hungRank(run, e, out);
+      continue;
+    }
     if (!e.failed()) continue;
     if (e.stopRequested && !e.culprit()) {
       collateral.push_back(e.rank);

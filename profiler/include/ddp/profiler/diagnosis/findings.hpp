@@ -23,6 +23,7 @@ std::string_view confidenceName(Confidence c);
 // What a finding is about (docs/profiler.md, "Findings").
 enum class FindingKind {
   kRankFailed,             // a rank failed on its own (the launcher's culprit first)
+  kRankHung,               // a rank the hang watchdog named (--timeout), with its stacks
   kHostLost,               // every rank of one host went silent at once: the host died or its link went down
   kRanksStopped,           // ranks the launcher stopped after another failed: collateral
   kRestart,                // what a restart of the job redid

@@ -45,6 +45,8 @@ class Instrumentation:
         self.loaders = {}  # id -> facts
         self.hooked = []  # (weak reference to a DDP model that carries our hook, its reducer)
         self.in_flight = 0  # the hook's futures whose callback has not run yet
+        self.hidden = False  # from torch.compile's tracer
+        self.bucket_views = []  # (weak reference to a model, its gradients' data at backward start)
 
     # --- switches -------------------------------------------------------------------------
     def fail(self, where, error):
@@ -79,6 +81,10 @@ class Instrumentation:
         for amp in (getattr(torch, "amp", None), getattr(getattr(torch, "cuda", None), "amp", None)):
             if amp is not None and hasattr(amp, "GradScaler"):
                 self.wrap(amp.GradScaler, "step", self.scaler_step)
+        if hasattr(torch, "compile"):  # torch 2
+            self.wrap(torch, "compile", self.compile)
+            if "torch._dynamo" in sys.modules:
+                self.hide_from_compiler()
 
     def wrap(self, cls, name, wrapper):
         original = getattr(cls, name)
@@ -90,10 +96,33 @@ class Instrumentation:
             return wrapper(original, *args, **kwargs)
 
         wrapped._ddprun = True
+        # torch.compile's tracer (Dynamo, torch 2) runs a wrapper as it is, where the user's code
+        # calls it inside a compiled function, instead of tracing into its bookkeeping (see
+        # hide_from_compiler); torch 1.13 has no tracer and ignores the attribute.
+        wrapped._torchdynamo_disable = True
         setattr(cls, name, wrapped)
 
     def wrap_module_function(self, module, name, wrapper):
         self.wrap(module, name, wrapper)
+
+    # --- torch.compile --------------------------------------------------------------------
+    def compile(self, original, *args, **kwargs):
+        self.guard("torch.compile", self.hide_from_compiler)
+        return original(*args, **kwargs)
+
+    def hide_from_compiler(self):
+        """torch.compile's tracer must not trace the instrumentation: its bookkeeping (clocks, locks,
+        files) would break the user's graphs, with warnings in the output. Every code object of this
+        package is skipped by the tracer's frame evaluation, so that the wrappers run as plain Python
+        and what they call (DDP's forward, the optimizer's step) is compiled as it would be without
+        them. Skipping costs nothing when nothing is compiled."""
+        if self.hidden:
+            return
+        from torch._dynamo.eval_frame import skip_code
+
+        for code in package_codes():
+            skip_code(code)
+        self.hidden = True
 
     # --- DDP ------------------------------------------------------------------------------
     def ddp_init(self, original, model, *args, **kwargs):
@@ -181,11 +210,6 @@ class Instrumentation:
 
     def untimeable(self, model):
         """Why a timing hook could change the result; "" when it cannot."""
-        world = model.process_group.size() if model.process_group is not None else 1
-        power_of_two = world > 0 and world & (world - 1) == 0
-        if getattr(model, "gradient_as_bucket_view", False) and not power_of_two:
-            return ("gradient_as_bucket_view=True with %d ranks (DDP divides gradients in place there, a hook "
-                    "would multiply: not bit-identical)" % world)
         for m in model.modules():
             if getattr(m, "sparse", False) is True:
                 return "sparse gradients (%s)" % type(m).__name__
@@ -196,14 +220,27 @@ class Instrumentation:
     def default_reduction(self, model):
         """DDP's own reduction, as a hook: each gradient times 1/world, then a summing allreduce
         (what the reducer does without a hook, bit for bit: it multiplies while copying into the
-        bucket; a hook receives the bucket undivided)."""
+        bucket; a hook receives the bucket undivided). With gradient_as_bucket_view, a gradient
+        that already was its bucket's view when the backward began is not copied, and DDP divides
+        it in place instead: x / 3 and x * (1 / 3) differ in the last bit, so the hook does the same
+        to those (with a power-of-two world both are exact)."""
         group = model.process_group
-
-        scale = 1.0 / group.size()
+        world = group.size()
+        scale = 1.0 / world
+        in_place = None
+        if getattr(model, "gradient_as_bucket_view", False) and world & (world - 1) != 0:
+            in_place = {}
+            self.bucket_views.append((weakref.ref(model), in_place))
 
         def allreduce(state, bucket):
             tensor = bucket_buffer(bucket)
-            if scale != 1.0:
+            if in_place is not None:
+                for param, view in zip(bucket.parameters(), bucket.gradients()):
+                    if in_place.get(id(param)) == view.data_ptr():
+                        view.div_(world)
+                    else:
+                        view.mul_(scale)
+            elif scale != 1.0:
                 tensor.mul_(scale)
             # The process group's own allreduce, as DDP's reducer calls it (dist.all_reduce's
             # Python checks cost more than the rest of the hook).
@@ -301,6 +338,8 @@ class Instrumentation:
 
     # --- backward -------------------------------------------------------------------------
     def backward(self, original, *args, **kwargs):
+        if self.bucket_views:  # whatever the switches say: the hook's arithmetic depends on it
+            self.note_bucket_views()
         state = self.state
         if not state.enabled or state.api_active or self.depth or not self.trained:
             return original(*args, **kwargs)
@@ -317,6 +356,15 @@ class Instrumentation:
                 self.on_backward_end()
             except Exception as e:  # noqa: BLE001
                 self.fail("backward", e)
+
+    def note_bucket_views(self):
+        """Which gradients are their bucket's views as a backward begins (default_reduction)."""
+        for ref, grad_ptrs in self.bucket_views:
+            model = ref()
+            if model is not None:
+                for p in model.parameters():
+                    grad = p.grad
+                    grad_ptrs[id(p)] = grad.data_ptr() if grad is not None else 0
 
     def on_backward_start(self, args, kwargs):
         mark = self.steps.mark()
@@ -522,6 +570,31 @@ class Instrumentation:
             self.state.disable("no DistributedDataParallel model was built")
         elif self.step_optimizer is None:
             self.state.disable("no optimizer step() over the DDP model's parameters was seen after a training forward")
+
+
+def package_codes():
+    """Every code object of ddprun's Python modules: their functions, methods and the functions
+    defined inside them (closures' code lies in their parent's constants)."""
+    stack = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "ddprun" or name.startswith("ddprun.") or name.startswith("_ddprun")):
+            continue
+        for value in vars(module).values():
+            if getattr(value, "__module__", None) != name:
+                continue
+            members = vars(value).values() if isinstance(value, type) else (value,)
+            for member in members:
+                code = getattr(getattr(member, "__func__", member), "__code__", None)
+                if code is not None:
+                    stack.append(code)
+    seen = {}
+    while stack:
+        code = stack.pop()
+        if id(code) in seen:
+            continue
+        seen[id(code)] = code
+        stack.extend(c for c in code.co_consts if hasattr(c, "co_consts"))
+    return list(seen.values())
 
 
 def bucket_buffer(bucket):

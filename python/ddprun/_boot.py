@@ -13,17 +13,36 @@ from ._state import current
 _instrumentation = None
 
 
+# exec_module is compiled as importlib's own code: Python strips importlib's frames from the
+# traceback of an error raised while a module is imported (all of them for an ImportError, those
+# up to a _call_with_frames_removed for others), so a torch that fails to import shows the program
+# the same traceback as without ddprun, with no frame of ours in it.
+_EXEC_MODULE = """
+def exec_module(self, module):
+    try:
+        _call_with_frames_removed(self._loader.exec_module, module)
+    except BaseException as e:
+        self._failed(e)
+        raise
+    self._after(module)
+
+def _call_with_frames_removed(f, *args):
+    return f(*args)
+"""
+_importlib_code = {}
+exec(compile(_EXEC_MODULE, "<frozen importlib._bootstrap>", "exec"), _importlib_code)
+
+
 class _Loader(importlib.abc.Loader):
+    exec_module = _importlib_code["exec_module"]
+
     def __init__(self, loader, after):
         self._loader = loader
         self._after = after
+        self._failed = _import_failed
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        self._after(module)
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):
@@ -46,9 +65,34 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
         return None
 
 
+OLDEST_TORCH = (1, 13)
+
+
+def torch_release(version):
+    """(major, minor) of a torch version string ("2.13.0+cpu", "1.13.0a0"); None when unreadable."""
+    parts = str(version).split(".")
+    try:
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or "x")
+    except (IndexError, ValueError):
+        return None
+
+
+def _import_failed(error):
+    state = current()
+    if state is not None:
+        first_line = (str(error).splitlines() or [""])[0]
+        state.disable("torch could not be imported (%s: %s)" % (type(error).__name__, first_line))
+
+
 def _torch_loaded(torch):
     global _instrumentation
     state = current()
+    version = getattr(torch, "__version__", "?")
+    release = torch_release(version)
+    if release is None or release < OLDEST_TORCH:
+        state.disable("torch %s is older than %d.%d, the oldest the instrumentation follows" % ((version,) + OLDEST_TORCH)
+                      if release is not None else "torch's version %r cannot be read" % (version,))
+        return
     try:
         from ._auto import Instrumentation
 

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # python-check.sh MODE: PyTorch scripts written for torchrun, run unchanged under
-# `ddprun --profile -np N /usr/bin/python3 SCRIPT` (DDPRUN in the environment; the scripts are in
-# tests/python/scripts). PYTHONUNBUFFERED is unset, as in a user's shell.
+# `ddprun --profile -np N PY SCRIPT` (DDPRUN and PY in the environment, PY /usr/bin/python3 with
+# Debian's torch 1.13 by default; the scripts are in tests/python/scripts). PYTHONUNBUFFERED is
+# unset, as in a user's shell. Every mode but torch2 runs on either torch with the same checks.
 #   parity     toy_ddp (2 and 3 ranks), mnist_sampler (DistributedSampler, DataLoader workers, epochs,
 #              evaluation), accumulate_unused (no_sync accumulation, unused parameters): every rank's
 #              output bitwise the same as with --no-instrument; the reports have steps, phases,
 #              samples per step and the bucket allreduces (overlap), from the Python instrumentation
+#   torch2     (PY a torch 2 Python) torch2_train.py with each feature of torch 2 that DDP scripts
+#              use: torch.compile, bf16 autocast, GradScaler, static_graph, gradient_as_bucket_view
+#              on 3 ranks, param groups and a second optimizer; followed as in parity
 #   diagnosis  heavy_transform (num_workers=0, a heavy transform) is dataloader_starved;
 #              mnist_sampler with rank 1's dataset slowed names rank 1 the straggler, and says its
 #              time goes to data
 #   torchrun   what torchrun gives a rank: live output (a rank killed by SIGKILL keeps its last
 #              lines), OMP_NUM_THREADS by default and the user's kept, the TORCHELASTIC_* and
 #              ROLE_* variables (is_torchelastic_launched), @record's error file in the failure
-#              report, every rank's own exit code, no port lock left in /tmp; and the same losses
+#              report, every rank's own exit code, a hung rank's Python stacks (py-spy) beside its
+#              native ones, no port lock left in /tmp; and the same losses
 #              as torchrun itself gives toy_ddp
 #   bad        a script that crashes before DDP, one without an optimizer, one without DDP, one
 #              without torch, two optimizers, two DDP models: the same exit code and output as
@@ -29,7 +34,7 @@ cd "$work"
 unset PYTHONUNBUFFERED
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail() { echo "FAIL: $*"; exit 1; }
-py=/usr/bin/python3
+py=${PY:-/usr/bin/python3}  # the Python, and so the torch, the scripts run on
 # json FILE EXPR: EXPR evaluated with the file's JSON as r.
 json() { "$py" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 # profiled NAME [ddprun options] -- SCRIPT ARGS: a profiled run into run-NAME; its exit code in rc-NAME.
@@ -44,9 +49,10 @@ profiled() {
     >"out-$name.txt" 2>&1 || rc=$?
   echo "$rc" >"rc-$name"
 }
-# A rank's output without the lines that differ from run to run anyway: glog's (torch's C++
-# warnings), which carry the time and the thread id.
-output() { grep -Ev '^[IWEF][0-9]{8} [0-9:.]+ +[0-9]+ ' "run-$1/ranks/rank-0000$2.log" || true; }
+# A rank's output without the lines that differ from run to run anyway: torch's log lines, which
+# carry the time (glog's in 1.13; in 2.x "[rank0]:[W1204 03:53:10.478961470 file:line]" from C++
+# and "[rank0]:W1204 04:00:41.135000 3362 file:line]" from Python's logging).
+output() { grep -Ev '^(\[rank[0-9]+\]:)?(\[?[IWEF][0-9]{8}|\[?[IWEF][0-9]{4}) [0-9:.]+ ' "run-$1/ranks/rank-0000$2.log" || true; }
 same_output() {  # same_output A B NP: every rank's output identical
   for ((r = 0; r < $3; r++)); do
     diff <(output "$1" "$r") <(output "$2" "$r") >/dev/null ||
@@ -60,37 +66,58 @@ no_traceback_of_ours() {
 }
 first_finding() { json "run-$1/report.json" '[f["kind"] for f in r["findings"] if f["severity"] != "info"][:1]'; }
 
+# followed NAME NP SCRIPT ARGS: the script run with and without the instrumentation (--timeout: a
+# rank that hangs, at exit say, is named with its stacks, shown here): every rank's output the
+# same, and the report has steps, every phase and the bucket allreduces, from the instrumentation.
+followed() {
+  local name=$1 np=$2
+  shift 2
+  profiled "$name-off" --no-instrument --timeout 120 --oversubscribe -np "$np" -- "$@"
+  profiled "$name" --timeout 120 --oversubscribe -np "$np" -- "$@"
+  [[ $(cat "rc-$name") == 0 && $(cat "rc-$name-off") == 0 ]] ||
+    { tail -n 40 "out-$name.txt" "out-$name-off.txt"; cat run-"$name"*/ranks/*.stacks.txt 2>/dev/null | head -n 150
+      fail "$name: exit $(cat "rc-$name") / $(cat "rc-$name-off")"; }
+  same_output "$name-off" "$name" "$np"
+  [[ -z $(ls "run-$name-off/timings/" 2>/dev/null) ]] || fail "$name: --no-instrument left timings"
+  local steps
+  steps=$(json "run-$name/report.json" 'r["steps"]["analysed"]')
+  [[ $steps -ge 10 ]] || fail "$name: $steps steps analysed"
+  json "run-$name/report.json" 'all(r["phases"][p] > 0 for p in ("forward", "backward", "comm_wait", "optimizer"))' |
+    grep -qx True || fail "$name: a phase is missing: $(json "run-$name/report.json" 'r["phases"]')"
+  json "run-$name/report.json" 'r["communication"]["comm_ms_mean"] > 0 and r["communication"]["overlap_fraction"] is not None' |
+    grep -qx True || fail "$name: no bucket allreduces timed: $(json "run-$name/report.json" 'r["communication"]'); $(grep note "run-$name/report.txt")"
+  json "run-$name/report.json" '{s["source"] for s in r["timings_sources"] if s["instrumented"]}' | grep -qx "{'python-auto'}" ||
+    fail "$name: the timings' source: $(json "run-$name/report.json" 'r["timings_sources"]')"
+  grep -q "timings: ddprun's automatic PyTorch instrumentation, torch $torch_version " "run-$name/report.txt" ||
+    fail "$name: the report does not name the source and torch $torch_version: $(grep timings: "run-$name/report.txt")"
+  echo "ok: $name: same output on $np ranks with and without the instrumentation; $steps steps analysed"
+}
+torch_version=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null) || fail "$py cannot import torch"
+
 case ${1:-} in
   parity)
-    for case in "toy2:2:toy_ddp.py" "toy3:3:toy_ddp.py" "mnist:2:mnist_sampler.py --epochs 2 --samples 1024" \
-                "accumulate:2:accumulate_unused.py"; do
-      IFS=: read -r name np cmd <<<"$case"
-      read -ra argv <<<"$cmd"
-      # --timeout: a rank that hangs (at exit, say) is named with its stacks, shown here.
-      profiled "$name-off" --no-instrument --timeout 60 --oversubscribe -np "$np" -- "$scripts/${argv[0]}" "${argv[@]:1}"
-      profiled "$name" --timeout 60 --oversubscribe -np "$np" -- "$scripts/${argv[0]}" "${argv[@]:1}"
-      [[ $(cat "rc-$name") == 0 && $(cat "rc-$name-off") == 0 ]] ||
-        { tail -n 40 "out-$name.txt" "out-$name-off.txt"; cat run-"$name"*/ranks/*.stacks.txt 2>/dev/null | head -n 150
-          fail "$name: exit $(cat "rc-$name") / $(cat "rc-$name-off")"; }
-      same_output "$name-off" "$name" "$np"
-      [[ -z $(ls "run-$name-off/timings/" 2>/dev/null) ]] || fail "$name: --no-instrument left timings"
-      steps=$(json "run-$name/report.json" 'r["steps"]["analysed"]')
-      [[ $steps -ge 10 ]] || fail "$name: $steps steps analysed"
-      json "run-$name/report.json" 'all(r["phases"][p] > 0 for p in ("forward", "backward", "comm_wait", "optimizer"))' |
-        grep -qx True || fail "$name: a phase is missing: $(json "run-$name/report.json" 'r["phases"]')"
-      json "run-$name/report.json" 'r["communication"]["comm_ms_mean"] > 0 and r["communication"]["overlap_fraction"] is not None' |
-        grep -qx True || fail "$name: no bucket allreduces timed: $(json "run-$name/report.json" 'r["communication"]')"
-      json "run-$name/report.json" '{s["source"] for s in r["timings_sources"] if s["instrumented"]}' | grep -qx "{'python-auto'}" ||
-        fail "$name: the timings' source: $(json "run-$name/report.json" 'r["timings_sources"]')"
-      grep -q "timings: ddprun's automatic PyTorch instrumentation" "run-$name/report.txt" || fail "$name: the report does not name the source"
-      echo "ok: $name: same output on $np ranks with and without the instrumentation; $steps steps analysed"
-    done
+    followed toy2 2 "$scripts/toy_ddp.py"
+    followed toy3 3 "$scripts/toy_ddp.py"
+    followed mnist 2 "$scripts/mnist_sampler.py" --epochs 2 --samples 1024
+    followed accumulate 2 "$scripts/accumulate_unused.py"
     [[ $(json run-mnist/report.json 'r["scaling"]["samples_per_step"]') == 64 ]] ||
       fail "mnist: samples per step $(json run-mnist/report.json 'r["scaling"]')"
     [[ $(json run-accumulate/report.json 'r["scaling"]["samples_per_step"]') == 128 ]] ||
       fail "accumulate: 4 micro-batches of 16 on 2 ranks are not 128 samples a step"
     [[ $(json run-mnist/report.json 'r["steps"]["max_recorded"]') == 32 ]] ||
       fail "mnist: 2 epochs of 16 batches are not 32 steps (evaluation counted?): $(json run-mnist/report.json 'r["steps"]')"
+    ;;
+  torch2)
+    [[ $torch_version == 2.* ]] || fail "torch2 needs a torch 2 Python in PY ($py has torch $torch_version)"
+    # Each with init_process_group() and no backend named.
+    followed compile 2 "$scripts/torch2_train.py" --feature compile
+    followed bf16 2 "$scripts/torch2_train.py" --feature bf16
+    followed scaler 2 "$scripts/torch2_train.py" --feature scaler
+    followed static 2 "$scripts/torch2_train.py" --feature static
+    followed bucket_view 3 "$scripts/torch2_train.py" --feature bucket_view
+    followed groups 2 "$scripts/torch2_train.py" --feature groups
+    grep -q "2 or more optimizers update the DDP models' parameters" run-groups/report.txt ||
+      fail "groups: the report does not say a second optimizer updates the DDP parameters"
     ;;
   diagnosis)
     profiled heavy -np 2 -- "$scripts/heavy_transform.py"
@@ -162,6 +189,36 @@ EOF
     [[ $statuses == "[('culprit', 3), ('failed', 4)]" || $statuses == "[('culprit', 4), ('failed', 3)]" ]] ||
       fail "two ranks failing by themselves: $(json run-both/run.json 'r["ranks"]')"
     grep -q "also failed by itself" out-both.txt || fail "ddprun does not name the second failure: $(cat out-both.txt)"
+    # A rank hung in the script's own Python code: its report has its Python stacks (py-spy).
+    cat >hang.py <<'EOF'
+import time
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+dist.init_process_group("gloo")
+model = DDP(torch.nn.Linear(4, 4))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+def stuck_in_user_code():
+    while True:
+        time.sleep(0.05)
+for step in range(100000):
+    if dist.get_rank() == 1 and step == 20:
+        stuck_in_user_code()
+    optimizer.zero_grad()
+    model(torch.randn(8, 4)).sum().backward()
+    optimizer.step()
+EOF
+    profiled hang --timeout 10 --grace 2 -np 2 -- hang.py
+    [[ $(cat rc-hang) == 124 ]] || fail "hang: exit $(cat rc-hang): $(tail -5 out-hang.txt)"
+    stacks=run-hang/ranks/rank-00001.stacks.txt
+    grep -q "py-spy dump (Python stacks)" "$stacks" || fail "hang: no Python stacks: $(head -5 "$stacks")"
+    grep -q "stuck_in_user_code (hang.py:[0-9]*)" "$stacks" || fail "hang: the Python stack lacks the function: $(head -20 "$stacks")"
+    grep -Eq "gdb thread apply all bt|/proc/[0-9]+/task" "$stacks" || fail "hang: no native stacks beside the Python ones"
+    grep -q "^verdict: fix first: rank_hung (rank 1), high confidence: look at stuck_in_user_code (hang.py:" run-hang/report.txt ||
+      fail "hang: the verdict: $(grep verdict run-hang/report.txt)"
+    # The 20 steps before the hang were written, though no later step came to carry them.
+    [[ $(json run-hang/report.json 'r["steps"]["max_recorded"]') -ge 19 ]] ||
+      fail "hang: the steps before the hang: $(json run-hang/report.json 'r["steps"]')"
     locks_after=$(find /tmp -maxdepth 1 -name "ddprun-port-*.lock" | wc -l)
     [[ $locks_after -le $locks_before ]] || fail "port lock files left in /tmp ($locks_before before, $locks_after after)"
     # The same losses as torchrun gives the same script (OMP_NUM_THREADS=1 as torchrun sets it).
@@ -173,7 +230,7 @@ EOF
            <(grep -h "^rank $r step" torchrun-logs/*/attempt_0/$r/stdout.log) >/dev/null ||
         fail "rank $r's losses differ from torchrun's"
     done
-    echo "ok: live output, OMP_NUM_THREADS, torchelastic variables, @record, own exit codes, no locks, torchrun's losses"
+    echo "ok: live output, OMP_NUM_THREADS, torchelastic variables, @record, own exit codes, a hung rank's Python stacks, no locks, torchrun's losses"
     ;;
   bad)
     for s in crash_early no_optimizer no_ddp no_torch two_optimizers ddp_twice; do

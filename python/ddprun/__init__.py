@@ -9,4 +9,5 @@ Every call is a no-op outside a ddprun rank."""
 
 from ._api import active, phase, step
 
-__all__ = ["active", "phase", "step"]
+__version__ = "0.1.0"  # the project's (CMakeLists.txt)
+__all__ = ["__version__", "active", "phase", "step"]

@@ -18,12 +18,13 @@ torchrun or plain python. Once a script enters ddprun.step(), the automatic inst
 cutting steps (its bucket timings still go into the API's steps)."""
 
 import contextlib
+from typing import Iterator, Optional
 
 from ._records import PHASES
 from ._state import current
 
 
-def active():
+def active() -> bool:
     """Whether this process writes step timings for its rank."""
     state = current()
     return state is not None and state.owner
@@ -32,13 +33,13 @@ def active():
 class _Step:
     """What `with ddprun.step()` yields: set .samples and .loss inside the step."""
 
-    def __init__(self, samples):
+    def __init__(self, samples: int) -> None:
         self.samples = samples
-        self.loss = None
+        self.loss: Optional[float] = None
 
 
 @contextlib.contextmanager
-def step(samples=0):
+def step(samples: int = 0) -> Iterator[_Step]:
     """One training step: everything inside it, with the phases marked within."""
     handle = _Step(samples)
     state = current()
@@ -67,7 +68,7 @@ def step(samples=0):
 
 
 @contextlib.contextmanager
-def phase(name):
+def phase(name: str) -> Iterator[None]:
     """A phase of the step under way: data, forward, backward, comm_wait or optimizer."""
     if name not in PHASES:
         raise ValueError("ddprun.phase(%r): the phases are %s" % (name, ", ".join(PHASES)))

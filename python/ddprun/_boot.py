@@ -6,11 +6,13 @@ lets it load, and then installs the wrappers of _auto."""
 import atexit
 import importlib.abc
 import os
+import re
 import sys
+from typing import Any, Callable, Optional, Tuple
 
 from ._state import current
 
-_instrumentation = None
+_instrumentation: Any = None
 
 
 # exec_module is compiled as importlib's own code: Python strips importlib's frames from the
@@ -29,29 +31,29 @@ def exec_module(self, module):
 def _call_with_frames_removed(f, *args):
     return f(*args)
 """
-_importlib_code = {}
+_importlib_code: dict = {}
 exec(compile(_EXEC_MODULE, "<frozen importlib._bootstrap>", "exec"), _importlib_code)
 
 
 class _Loader(importlib.abc.Loader):
     exec_module = _importlib_code["exec_module"]
 
-    def __init__(self, loader, after):
+    def __init__(self, loader: Any, after: Callable[[Any], None]) -> None:
         self._loader = loader
         self._after = after
         self._failed = _import_failed
 
-    def create_module(self, spec):
+    def create_module(self, spec: Any) -> Any:
         return self._loader.create_module(spec)
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):
     """Finds `torch` through the other finders and runs `after` once it has loaded."""
 
-    def __init__(self, after):
+    def __init__(self, after: Callable[[Any], None]) -> None:
         self._after = after
 
-    def find_spec(self, name, path, target=None):
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
         if name != "torch":
             return None
         sys.meta_path.remove(self)
@@ -68,30 +70,33 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
 OLDEST_TORCH = (1, 13)
 
 
-def torch_release(version):
-    """(major, minor) of a torch version string ("2.13.0+cpu", "1.13.0a0"); None when unreadable."""
-    parts = str(version).split(".")
-    try:
-        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or "x")
-    except (IndexError, ValueError):
-        return None
+def torch_release(version: object) -> Optional[Tuple[int, int]]:
+    """(major, minor) of a torch version string ("2.13.0+cpu", "1.13.0a0", "1.9rc1"); None when
+    unreadable. The minor is its leading digits."""
+    match = re.match(r"(\d+)\.(\d+)", str(version))
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def _import_failed(error):
+def _import_failed(error: BaseException) -> None:
     state = current()
     if state is not None:
         first_line = (str(error).splitlines() or [""])[0]
         state.disable("torch could not be imported (%s: %s)" % (type(error).__name__, first_line))
 
 
-def _torch_loaded(torch):
+def _torch_loaded(torch: Any) -> None:
     global _instrumentation
     state = current()
+    if state is None:
+        return
     version = getattr(torch, "__version__", "?")
     release = torch_release(version)
-    if release is None or release < OLDEST_TORCH:
-        state.disable("torch %s is older than %d.%d, the oldest the instrumentation follows" % ((version,) + OLDEST_TORCH)
-                      if release is not None else "torch's version %r cannot be read" % (version,))
+    if release is None:
+        state.disable("torch's version %r cannot be read" % (version,))
+        return
+    if release < OLDEST_TORCH:
+        oldest = "%d.%d" % OLDEST_TORCH
+        state.disable("torch %s is older than %s, the oldest the instrumentation follows" % (version, oldest))
         return
     try:
         from ._auto import Instrumentation
@@ -102,8 +107,10 @@ def _torch_loaded(torch):
         state.disable("could not follow torch %s: %s: %s" % (getattr(torch, "__version__", "?"), type(e).__name__, e))
 
 
-def _at_exit():
+def _at_exit() -> None:
     state = current()
+    if state is None:
+        return
     if os.environ.get("DDPRUN_INSTRUMENT") != "1":
         state.at_exit(None)  # only what the explicit API measured
         return
@@ -117,7 +124,7 @@ def _at_exit():
     state.at_exit(reason)
 
 
-def activate():
+def activate() -> None:
     """Called by sitecustomize; does nothing outside a ddprun rank."""
     state = current()
     if state is None:

@@ -7,6 +7,7 @@ import json
 import mmap
 import os
 import time
+from typing import Any, Dict, Optional, Tuple
 
 SCHEMA = 1
 PHASES = ("data", "forward", "backward", "comm_wait", "optimizer")
@@ -14,23 +15,23 @@ PROGRESS_BYTES = 48
 _PROGRESS_LINE = b"%%-%d.%ds\n" % (PROGRESS_BYTES - 1, PROGRESS_BYTES - 1)  # padded, cut, one newline
 
 
-def rank_file(directory, rank, suffix):
+def rank_file(directory: str, rank: int, suffix: str) -> str:
     return os.path.join(directory, "timings", "rank-%05d%s" % (rank, suffix))
 
 
 class RankFiles:
     """Where this rank's records go; None of it is created before the first write."""
 
-    def __init__(self, run_dir, rank, world_size):
+    def __init__(self, run_dir: str, rank: int, world_size: Optional[int]) -> None:
         self.rank = rank
         self.world_size = world_size
         self.timings_path = rank_file(run_dir, rank, ".jsonl")
         self.progress_path = rank_file(run_dir, rank, ".progress")
         self.source_path = rank_file(run_dir, rank, ".source.json")
-        self._timings = None
-        self._progress = None
+        self._timings: Optional[int] = None
+        self._progress: Optional[mmap.mmap] = None
 
-    def _open(self):
+    def _open(self) -> Tuple[int, mmap.mmap]:
         os.makedirs(os.path.dirname(self.timings_path), exist_ok=True)
         # Truncated at the first step, as the C++ timer truncates when it starts.
         self._timings = os.open(self.timings_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
@@ -40,20 +41,19 @@ class RankFiles:
         os.ftruncate(fd, PROGRESS_BYTES)
         self._progress = mmap.mmap(fd, PROGRESS_BYTES)
         os.close(fd)
+        return self._timings, self._progress
 
-    def write_lines(self, lines):
+    def write_lines(self, lines: str) -> None:
         """Whole lines in one write: a reader never sees half a record."""
-        if self._timings is None:
-            self._open()
-        os.write(self._timings, lines.encode())
+        fd = self._timings if self._timings is not None else self._open()[0]
+        os.write(fd, lines.encode())
 
-    def progress(self, step, phase):
+    def progress(self, step: int, phase: str) -> None:
         """The phase under way ("done" after a step), for ddprun's heartbeat and hang watchdog."""
-        if self._progress is None:
-            self._open()
-        self._progress[:] = _PROGRESS_LINE % (b"%d %s" % (step, phase.encode()))
+        page = self._progress if self._progress is not None else self._open()[1]
+        page[:] = _PROGRESS_LINE % (b"%d %s" % (step, phase.encode()))
 
-    def write_source(self, source):
+    def write_source(self, source: Dict[str, Any]) -> None:
         """The source record, through a temporary file and a rename: never half-written."""
         os.makedirs(os.path.dirname(self.source_path), exist_ok=True)
         temporary = "%s.tmp.%d" % (self.source_path, os.getpid())
@@ -65,9 +65,9 @@ class RankFiles:
 class WallClock:
     """perf_counter seconds to wall-clock microseconds since the epoch, fixed at start."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._unix = time.time()
         self._perf = time.perf_counter()
 
-    def unix_us(self, perf_seconds):
+    def unix_us(self, perf_seconds: float) -> int:
         return int((self._unix + (perf_seconds - self._perf)) * 1e6)

@@ -12,16 +12,17 @@ import errno
 import json
 import os
 import sys
+from typing import Any, Dict, List, Optional
 
 from ._records import RankFiles
 from ._steps import StepBuilder, record_head
 
 ROOT_VARIABLE = "DDPRUN_PY_ROOT"  # the pid of the rank's outermost Python process
 
-_state = None
+_state: Optional["State"] = None
 
 
-def current():
+def current() -> Optional["State"]:
     """The state of this rank, or None when not run by ddprun (no DDPRUN_RUN_DIR or RANK)."""
     global _state
     if _state is None:
@@ -33,7 +34,7 @@ def current():
     return _state
 
 
-def alive(pid):
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except OSError as e:
@@ -42,7 +43,7 @@ def alive(pid):
 
 
 class State:
-    def __init__(self, files):
+    def __init__(self, files: RankFiles) -> None:
         self.files = files
         self.steps = StepBuilder(self)
         self.head = record_head(files.rank, files.world_size)
@@ -52,24 +53,24 @@ class State:
         self.enabled = True  # the automatic instrumentation
         self.api_active = False
         self.source = "python-auto"
-        self.reason = None
-        self.notes = []
-        self.loaders = []
+        self.reason: Optional[str] = None
+        self.notes: List[str] = []
+        self.loaders: List[Dict[str, Any]] = []
         self.runtime = "Python %d.%d.%d" % tuple(sys.version_info[:3])
-        self.device = None
+        self.device: Optional[str] = None
         self.instrumented_steps = False
 
     # The files, for the step builder: nothing is written before the rank is claimed.
-    def write_steps(self, steps):
+    def write_steps(self, steps: List[Any]) -> None:
         if self.owner:
             clock, head = self.steps.clock, self.head
             self.files.write_lines("".join([step.line(clock, head) for step in steps]))
 
-    def progress(self, step, phase):
+    def progress(self, step: int, phase: str) -> None:
         if self.owner:
             self.files.progress(step, phase)
 
-    def claim(self, source, take_over=True):
+    def claim(self, source: str, take_over: bool = True) -> bool:
         """Takes the rank for this process; False when another process has it. take_over: a
         record that measured nothing, or whose instrumented process has ended, is replaced (a
         training script run after a preparation script of the same rank)."""
@@ -95,18 +96,18 @@ class State:
         self.save()
         return True
 
-    def disable(self, reason):
+    def disable(self, reason: str) -> None:
         self.enabled = False
         if self.reason is None:
             self.reason = reason
         self.save()
 
-    def note(self, text):
+    def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
             self.save()
 
-    def record(self):
+    def record(self) -> Dict[str, Any]:
         return {
             "source": self.source,
             "pid": self.pid,
@@ -118,7 +119,7 @@ class State:
             "notes": self.notes,
         }
 
-    def save(self):
+    def save(self) -> None:
         if not self.owner:
             return
         try:
@@ -126,7 +127,7 @@ class State:
         except OSError:
             pass  # the run directory went away: nothing to tell
 
-    def at_exit(self, reason_if_unclaimed):
+    def at_exit(self, reason_if_unclaimed: Optional[str]) -> None:
         """The last word: the owner's final record, or the root's account of what was not measured."""
         if os.getpid() != self.pid:
             return  # a forked child (a DataLoader worker) inherited this state

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 import weakref
+from typing import Any, Callable, List, Optional
 
 from ._records import PHASES, SCHEMA, WallClock
 
@@ -18,14 +19,14 @@ from ._records import PHASES, SCHEMA, WallClock
 class Mark:
     __slots__ = ("host", "event")
 
-    def __init__(self, event_factory=None):
+    def __init__(self, event_factory: Optional[Callable[[], Any]] = None) -> None:
         self.event = None
         if event_factory is not None:
             self.event = event_factory()
         self.host = time.perf_counter()
 
 
-def elapsed_ms(a, b):
+def elapsed_ms(a: "Mark", b: "Mark") -> float:
     if a.event is not None and b.event is not None:
         return max(0.0, a.event.elapsed_time(b.event))
     return max(0.0, (b.host - a.host) * 1000.0)
@@ -34,22 +35,22 @@ def elapsed_ms(a, b):
 class Step:
     """A step's raw marks; turned into a record once its events (if any) have completed."""
 
-    def __init__(self, index, start):
+    def __init__(self, index: int, start: Mark) -> None:
         self.index = index
         self.start = start
-        self.end = None
-        self.intervals = []  # (phase, mark, mark)
+        self.end: Any = None  # a Mark once the step is finished
+        self.intervals: List[Any] = []  # (phase, mark, mark)
         self.data_ms = 0.0
         self.samples = 0
         self.input_elems = 0
-        self.loss = None
-        self.collectives = []  # [bucket, bytes, start mark, end mark or None]
+        self.loss: Optional[float] = None
+        self.collectives: List[Any] = []  # [bucket, bytes, start mark, end mark or None]
 
-    def ready(self):
+    def ready(self) -> bool:
         last = self.end.event if self.end is not None else None
         return last is None or last.query()
 
-    def line(self, clock, head):
+    def line(self, clock: WallClock, head: str) -> str:
         """The step's record, one line of JSON (docs/timings.md) after `head` (its schema, rank and
         world size), formatted by hand in one pass: json.dumps, or a format per field, would be
         most of what the instrumentation costs a step."""
@@ -78,7 +79,7 @@ _RECORD = '%s,"step":%d,"start_unix_us":%d,"samples":%d,"step_ms":%.4f,"phases_m
 _COLLECTIVE = '{"op":"allreduce",%s"bytes":%d,"start_unix_us":%d,"duration_ms":%.4f}'
 
 
-def record_head(rank, world_size):
+def record_head(rank: int, world_size: Optional[int]) -> str:
     """What every record of a rank begins with."""
     head = '{"schema":%d,"rank":%d' % (SCHEMA, rank)
     return head + (',"world_size":%d' % world_size if world_size else "")
@@ -97,24 +98,25 @@ FLUSH_STEPS = 256
 class StepBuilder:
     """Builds steps from marks and writes them through `files` (write_steps, progress)."""
 
-    def __init__(self, files, first_step=0):
+    def __init__(self, files: Any, first_step: int = 0) -> None:
         self.files = files
         self.clock = WallClock()
         self.next_index = first_step
-        self.current = None
-        self.pending = []  # finished steps not written yet (on CUDA: also those whose events have not completed)
-        self.event_factory = None  # set on CUDA: () -> a recorded torch.cuda.Event
-        self.resume = None  # the end of the last step: the next one starts there (steps are contiguous)
+        self.current: Optional[Step] = None
+        # finished steps not written yet (on CUDA: also those whose events have not completed)
+        self.pending: List[Step] = []
+        self.event_factory: Optional[Callable[[], Any]] = None  # set on CUDA: () -> a recorded torch.cuda.Event
+        self.resume: Optional[Mark] = None  # the end of the last step: the next one starts there (steps are contiguous)
         self.lock = threading.Lock()  # pending and the writes: the training thread and the flusher
-        self.flusher = None  # the thread that writes steps left waiting (started with the first step)
+        self.flusher: Optional[Flusher] = None  # writes steps left waiting (started with the first step)
 
-    def mark(self):
+    def mark(self) -> Mark:
         return Mark(self.event_factory)
 
-    def started(self):
+    def started(self) -> bool:
         return self.current is not None
 
-    def ensure(self, mark=None):
+    def ensure(self, mark: Optional[Mark] = None) -> Step:
         """The current step; when none is under way, one begun where the last one ended (what a loop
         does between two steps, logging included, is part of a step), else at `mark` or now."""
         if self.current is None:
@@ -122,23 +124,23 @@ class StepBuilder:
             self.resume = None
         return self.current
 
-    def interval(self, phase, a, b):
+    def interval(self, phase: str, a: Mark, b: Mark) -> None:
         self.ensure(a).intervals.append((phase, a, b))
 
-    def add_data(self, start_host, end_host):
+    def add_data(self, start_host: float, end_host: float) -> None:
         step = self.ensure()
         step.data_ms += max(0.0, (end_host - start_host) * 1000.0)
 
-    def discard(self):
+    def discard(self) -> None:
         """Drops the step under way, and the time since the last step (it was not training: an
         evaluation between epochs)."""
         self.current = None
         self.resume = None
 
-    def progress(self, phase):
+    def progress(self, phase: str) -> None:
         self.files.progress(self.next_index, phase)
 
-    def finish(self, end=None):
+    def finish(self, end: Optional[Mark] = None) -> None:
         step = self.current
         if step is None:
             return
@@ -155,7 +157,7 @@ class StepBuilder:
         if self.flusher is None or self.flusher.pid != os.getpid():
             self.flusher = Flusher(self)
 
-    def flush(self, wait):
+    def flush(self, wait: bool) -> None:
         """Writes the finished steps whose events completed, in order, in one write (all of them
         when wait)."""
         with self.lock:
@@ -175,13 +177,13 @@ class Flusher:
     """A daemon thread of the process that writes the builder's finished steps once the oldest
     has waited FLUSH_SECONDS with no later step to carry it (it looks every FLUSH_SECONDS)."""
 
-    def __init__(self, builder):
+    def __init__(self, builder: StepBuilder) -> None:
         self.pid = os.getpid()
         self.thread = threading.Thread(target=self.run, args=(weakref.ref(builder),), name="ddprun-flush", daemon=True)
         self.thread.start()
 
     @staticmethod
-    def run(ref):
+    def run(ref: "weakref.ref[StepBuilder]") -> None:
         while True:
             time.sleep(FLUSH_SECONDS)
             builder = ref()

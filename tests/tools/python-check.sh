@@ -20,9 +20,10 @@
 #              native ones, no port lock left in /tmp; and the same losses
 #              as torchrun itself gives toy_ddp
 #   bad        a script that crashes before DDP, one without an optimizer, one without DDP, one
-#              without torch, two optimizers, two DDP models: the same exit code and output as
-#              with --no-instrument, no traceback of ddprun's, and the report says what it could
-#              not measure
+#              without torch, two optimizers, two DDP models, a torch that fails to import: the
+#              same exit code and output as with --no-instrument, no traceback of ddprun's, and
+#              the report says what it could not measure; one that forks workers before it
+#              imports torch is followed
 #   api        a loop without DDP marked with ddprun.step()/phase(): timed as python-api; the same
 #              script without ddprun runs, the marks doing nothing
 set -euo pipefail
@@ -248,6 +249,19 @@ EOF
     grep -q "2 or more DistributedDataParallel models" run-ddp_twice/report.txt || fail "ddp_twice: no note"
     [[ $(json run-ddp_twice/report.json 'r["scaling"]["samples_per_step"]') == 32 ]] ||
       fail "ddp_twice: the samples are the generator's 16 a rank"
+    # Workers forked before torch was imported, importing it themselves: the script is followed.
+    followed fork_first 2 "$scripts/bad/fork_first.py"
+    # A torch that fails to import: its own error and exit, no frame of ours, and the report says so
+    # (one rank: with two, which one fails first, the other stopped as collateral, is a race).
+    mkdir -p broken/torch
+    echo 'raise ImportError("libtorch_cpu.so: cannot open shared object file: No such file or directory")' >broken/torch/__init__.py
+    printf 'print("before torch")\nimport torch\n' >uses_torch.py
+    PYTHONPATH=$PWD/broken profiled broken-off --no-instrument -np 1 -- uses_torch.py
+    PYTHONPATH=$PWD/broken profiled broken -np 1 -- uses_torch.py
+    [[ $(cat rc-broken) == 1 && $(cat rc-broken-off) == 1 ]] || fail "broken torch: exit $(cat rc-broken) / $(cat rc-broken-off)"
+    same_output broken-off broken 1
+    no_traceback_of_ours broken
+    grep -q "torch could not be imported (ImportError: libtorch_cpu.so" run-broken/report.txt || fail "broken torch: why?"
     echo "ok: six scripts the instrumentation cannot follow fully behave as without it, and the reports say why"
     ;;
   api)

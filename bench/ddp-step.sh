@@ -5,7 +5,8 @@
 # at batch 32 and 64 per rank and resnet18 at 8. Each configuration runs REPS times (default 5),
 # the four runs of a repetition back to back, in an order that alternates; the page takes the
 # median run, and the ratios to PyTorch per repetition (this machine's speed drifts by more than
-# the differences over minutes: only runs next to each other compare).
+# the differences over minutes: only runs next to each other compare). For the MLP also PyTorch 2's
+# DDP (the same script on .venv-torch2's torch 2.13), in the same repetitions.
 # Also the step timer's own cost. Writes OUT_DIR/ddp-step.jsonl and its section of docs/benchmarks.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +26,8 @@ malloc_env=$("$build/launcher/ddprun" --dry-run -np 1 /bin/true | grep -o 'MALLO
 # shellcheck disable=SC2086 # one VAR=VALUE a word
 export $malloc_env
 mpirun=(mpirun --oversubscribe --bind-to none)
+torch2=${DDP_PYTHON_TORCH2:-$root/.venv-torch2/bin/python}  # scripts/install-deps.sh makes it
+"$torch2" -c 'import torch' || { echo "ddp-step.sh: $torch2 has no torch 2 (run scripts/install-deps.sh)" >&2; exit 1; }
 
 ours() {  # ours REP IMPL MODEL NP BATCH STEPS TRAIN_ARGS...
   local rep=$1 impl=$2 model=$3 np=$4 batch=$5 steps=$6
@@ -46,7 +49,8 @@ for config in mlp:32:200 mlp:64:200 resnet18:8:8; do
     for rep in $(seq "$reps"); do
       echo "== $model batch $batch np=$np run $rep/$reps" >&2
       order=(mpi mpi-no-overlap gloo pytorch)
-      ((rep % 2 == 0)) && order=(pytorch gloo mpi-no-overlap mpi)
+      [[ $model == mlp ]] && order+=(pytorch2)
+      ((rep % 2 == 0)) && order=($(printf '%s\n' "${order[@]}" | tac))
       for impl in "${order[@]}"; do
         case $impl in
           mpi) ours "$rep" ours-mpi "$model" $np $batch $steps --backend mpi ;;
@@ -54,6 +58,8 @@ for config in mlp:32:200 mlp:64:200 resnet18:8:8; do
           gloo) ours "$rep" ours-gloo "$model" $np $batch $steps --backend gloo ;;
           pytorch) /usr/bin/python3 "$root/bench/torch_ddp_train.py" "$model" $np $batch $steps |
                      sed "s/^{/{\"rep\": $rep, /" >>"$results" ;;
+          pytorch2) "$torch2" "$root/bench/torch_ddp_train.py" "$model" $np $batch $steps |
+                      sed "s/^{/{\"rep\": $rep, /; s/\"impl\": \"pytorch-ddp-gloo\"/\"impl\": \"pytorch2-ddp-gloo\"/" >>"$results" ;;
         esac
       done
     done

@@ -8,8 +8,9 @@
 # median steps and of its CPU time per step, the median over pairs and their quartiles. Then,
 # inside one process (bench/python_ab.py), the cost without the run-to-run drift: the fixed cost
 # per step, from one linear layer on 1 rank (a step so short that it shows in microseconds), and
-# the pass over the MLP's gradients that a timing hook adds. Writes its section of
-# docs/benchmarks.md.
+# the pass over the MLP's gradients that a timing hook adds. PY (default /usr/bin/python3, Debian's
+# torch 1.13) is the Python the ranks run: PY=.venv-torch2/bin/python measures torch 2.13. Writes its
+# section of docs/benchmarks.md, one per torch major version.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${DDP_BUILD_DIR:-$root/build}
@@ -21,7 +22,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset PYTHONUNBUFFERED
-results=$out/python-overhead.jsonl
+py=${PY:-/usr/bin/python3}
+torch_version=$("$py" -c 'import torch; print(torch.__version__)') ||
+  { echo "python-overhead.sh: $py cannot import torch" >&2; exit 2; }
+section=python-overhead
+[[ $torch_version == 1.* ]] || section=python-overhead-torch${torch_version%%.*}
+results=$out/$section.jsonl
 : >"$results"
 steps=300
 for i in $(seq "$runs"); do
@@ -32,29 +38,33 @@ for i in $(seq "$runs"); do
       flag=()
       [[ $mode == off ]] && flag=(--no-instrument)
       run=$work/$model-$mode-$i
+      rc=0
       "$build/launcher/ddprun" --profile "${flag[@]}" --output rank:0 --log-level error --run-dir "$run" -np 2 -- \
-        sh -c 'exec taskset -c $RANK "$0" "$@"' /usr/bin/python3 "$root/bench/python_step.py" "$model" "$steps" \
-        >"$run.out" 2>&1 ||
-        { echo "python-overhead.sh: $model ($mode) failed; see $run" >&2; cat "$run.out" >&2; exit 1; }
-      line=$(grep -o '{"model".*}' "$run.out")
-      /usr/bin/python3 -c 'import json, sys; r = json.loads(sys.argv[1]); r.update(mode=sys.argv[2], run=int(sys.argv[3])); print(json.dumps(r))' \
-        "$line" "$mode" "$i" | tee -a "$results"
+        sh -c 'exec taskset -c $RANK "$0" "$@"' "$py" "$root/bench/python_step.py" "$model" "$steps" \
+        >"$run.out" 2>&1 || rc=$?
+      # A run that printed its result and then failed at exit still measured its steps (torch
+      # 2.13 aborts at exit now and then: "terminate called without an active exception"); the
+      # page counts those.
+      # (the first: a failure report quotes the rank's last lines again)
+      line=$(grep -m1 -o '{"model".*}' "$run.out") ||
+        { echo "python-overhead.sh: $model ($mode) failed (exit $rc); see $run" >&2; cat "$run.out" >&2; exit 1; }
+      /usr/bin/python3 -c 'import json, sys; r = json.loads(sys.argv[1]); r.update(mode=sys.argv[2], run=int(sys.argv[3]), exit=int(sys.argv[4])); print(json.dumps(r))' \
+        "$line" "$mode" "$i" "$rc" | tee -a "$results"
     done
   done
 done
 # Inside one process: an instrumented and an uninstrumented model in alternating blocks.
-inproc=$out/python-overhead-inproc.jsonl
+inproc=$out/$section-inproc.jsonl
 : >"$inproc"
 for spec in "tiny 1" "mlp 2"; do
   read -r model np <<<"$spec"
   run=$work/ab-$model
   "$build/launcher/ddprun" --profile --output rank:0 --log-level error --run-dir "$run" -np "$np" -- \
-    sh -c 'exec taskset -c $RANK "$0" "$@"' /usr/bin/python3 "$root/bench/python_ab.py" "$model" 20 100 >"$run.out" 2>&1 ||
+    sh -c 'exec taskset -c $RANK "$0" "$@"' "$py" "$root/bench/python_ab.py" "$model" 20 100 >"$run.out" 2>&1 ||
     { echo "python-overhead.sh: python_ab.py $model failed; see $run" >&2; cat "$run.out" >&2; exit 1; }
   grep -o '{"model".*}' "$run.out" | tee -a "$inproc"
 done
-torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
-/usr/bin/python3 - "$results" "$steps" "$torch_version" "$inproc" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" python-overhead
+/usr/bin/python3 - "$results" "$steps" "$torch_version" "$inproc" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" "$section"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 steps, torch_version = int(sys.argv[2]), sys.argv[3]
@@ -67,7 +77,7 @@ def quartiles(values):
     q = statistics.quantiles(values, n=4)
     return f"{q[0]:.3f}–{q[2]:.3f}"
 
-print("## Python instrumentation overhead (`bench/python-overhead.sh`)\n")
+print(f"## Python instrumentation overhead, torch {torch_version} (`bench/python-overhead.sh`)\n")
 print(f"`bench/python_step.py` (plain DDP over Gloo, torch {torch_version}, a DataLoader, SGD, batch 32 per rank) under "
       f"`ddprun --profile`, with ddprun's automatic instrumentation and with `--no-instrument`, run one after the other "
       f"{runs} times ({steps} steps each, every rank pinned to its own core; which of the two runs first alternates). "
@@ -76,6 +86,11 @@ print(f"`bench/python_step.py` (plain DDP over Gloo, torch {torch_version}, a Da
       "gives the median over the pairs and, in brackets, their lower and upper quartiles: this machine's step times "
       "move from run to run by more than the difference, so only paired ratios mean anything, and their spread says "
       "how far to trust them.\n")
+failed = [r for r in rows if r.get("exit", 0) != 0]
+if failed:
+    print(f"{len(failed)} of {len(rows)} runs failed at exit after their last step (" +
+          ", ".join(f"{r['model']} {'instrumented' if r['mode'] == 'on' else 'not instrumented'} exit {r['exit']}"
+                    for r in failed) + "); their steps count.\n")
 print("| model | ranks | step, not instrumented | step, instrumented | step: instrumented / not | CPU per step: instrumented / not |")
 print("|---|---:|---:|---:|---:|---:|")
 for model in ("mlp", "cnn"):

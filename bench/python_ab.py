@@ -64,6 +64,7 @@ def main():
                           "added_us_quartiles": statistics.quantiles(added, n=4)[::2],
                           "grad_bytes": grads.numel() * grads.element_size(),
                           "scale_pass_us": 1e6 * statistics.median(scale)}))
+    models.clear()  # the models before the process group (bench/python_step.py)
     dist.destroy_process_group()
 
 

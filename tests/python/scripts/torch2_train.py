@@ -8,6 +8,9 @@
 #   bucket_view  DDP(gradient_as_bucket_view=True), zero_grad(set_to_none=False) as well
 #   groups       two parameter groups with their own learning rates, and a second optimizer
 #                (a scheduler's warm-up on the head) over the head's parameters
+#   hooks        the script's own hooks: the optimizer's step pre- and post-hooks, a global step
+#                post-hook, a forward hook on the model and a forward pre-hook on the head; each
+#                counts its calls, printed at the end
 # Every step prints the loss (repr: bitwise), so two runs' outputs compare byte for byte.
 import argparse
 
@@ -15,6 +18,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 
 class Net(nn.Module):
@@ -31,7 +35,7 @@ class Net(nn.Module):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--feature", action="append", default=[],
-                        choices=["compile", "bf16", "scaler", "static", "bucket_view", "groups"])
+                        choices=["compile", "bf16", "scaler", "static", "bucket_view", "groups", "hooks"])
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch", type=int, default=64)
     args = parser.parse_args()
@@ -51,6 +55,19 @@ def main():
     else:
         optimizers = [torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)]
     scaler = torch.amp.GradScaler("cpu") if "scaler" in features else None
+    calls = {"pre": 0, "post": 0, "global": 0, "forward": 0, "head": 0}
+
+    def counter(name):
+        def hook(*_args):
+            calls[name] += 1
+        return hook
+
+    if "hooks" in features:
+        optimizers[0].register_step_pre_hook(counter("pre"))
+        optimizers[0].register_step_post_hook(counter("post"))
+        register_optimizer_step_post_hook(counter("global"))
+        ddp.register_forward_hook(counter("forward"))
+        ddp.module.head.register_forward_pre_hook(counter("head"))
     generator = torch.Generator().manual_seed(1000 + rank)
     loss_fn = nn.CrossEntropyLoss()
     for step in range(args.steps):
@@ -70,6 +87,9 @@ def main():
             for optimizer in optimizers:
                 optimizer.step()
         print(f"rank {rank} step {step} loss {loss.item()!r}")
+    if "hooks" in features:
+        print(f"rank {rank} hooks called: {calls}")
+        assert all(n == args.steps for n in calls.values()), calls
     dist.destroy_process_group()
 
 

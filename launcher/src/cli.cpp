@@ -106,7 +106,7 @@ void addLaunchOptions(CLI::App& app, Parsed& p) {
       ->check(CLI::Range(1, 65535));
   app.add_option("--instance", p.launch.instance,
                  "The instance type the job runs on, recorded in run.json for ddprof compare. "
-                 "Example: --instance ecs.gn7i-c16g1.16xlarge");
+                 "Example: --instance ecs.gn7e-c16g1.32xlarge");
   app.add_flag("--dry-run", p.launch.dryRun,
                "Print the mpirun command and the rank environment, shell-quoted, and exit");
   app.add_option("--log-level", p.logLevel,
@@ -123,7 +123,7 @@ CLI::App* addDoctor(CLI::App& app, DoctorOptions& d) {
   doctor->add_flag("--json", d.json, "Print the checks as JSON");
   doctor->add_option("--instance", d.instance,
                      "The instance type this machine should be; its GPUs are checked against it. "
-                     "Example: --instance ecs.gn7i-c16g1.16xlarge");
+                     "Example: --instance ecs.gn7e-c16g1.32xlarge");
   doctor->add_flag(
       "--no-allreduce", [&d](int64_t) { d.allreduce = false; }, "Skip the test allreduce per backend");
   return doctor;

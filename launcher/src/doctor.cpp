@@ -14,7 +14,9 @@
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace ddp::launcher {
@@ -144,8 +146,7 @@ std::vector<Check> systemChecks() {
                    "for multi-node training choose an instance with ERI/eRDMA or InfiniBand and install rdma-core; "
                    "one-host jobs are not affected"});
   else
-    out.push_back(
-        {"RDMA devices", CheckStatus::kPass, rdma + (erdma ? " (eRDMA: NCCL >= 2.19, NCCL_IB_HCA=erdma)" : ""), ""});
+    out.push_back({"RDMA devices", CheckStatus::kPass, rdma + (erdma ? " (eRDMA: NCCL >= 2.19)" : ""), ""});
 
   struct statvfs shm {};
   if (::statvfs("/dev/shm", &shm) != 0) {
@@ -240,15 +241,105 @@ nlohmann::json checksJson(const std::vector<Check>& checks) {
 }
 
 Check instanceCheck(const profiler::Instance& expected, int gpuCount) {
-  const auto& f = expected.family;
-  const bool mismatch = expected.gpus && *expected.gpus != gpuCount;
+  const auto gpus = expected.gpus();
+  const bool mismatch = gpus && *gpus != gpuCount;
   return {"instance type", mismatch ? CheckStatus::kWarn : CheckStatus::kInfo,
-          describe(expected) + (expected.gpus ? fmt::format("; this machine has {} GPU(s)", gpuCount) : "") +
-              fmt::format("; for {}", f.use),
+          describe(expected) + (gpus ? fmt::format("; this machine has {} GPU(s)", gpuCount) : ""),
           mismatch
               ? fmt::format("{} should have {} {} GPU(s): check the instance type, or the driver if GPUs are missing",
-                            expected.name, *expected.gpus, f.gpu)
+                            expected.name, *gpus, expected.family.gpu.empty() ? "" : expected.family.gpu)
               : ""};
+}
+
+namespace {
+
+std::string readLine(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The interfaces NCCL_SOCKET_IFNAME selects: a comma list of prefixes, "=" for exact names, "^" to
+// exclude (NCCL's rule); the names of those under class/net that match.
+std::vector<std::string> selectedInterfaces(const fs::path& net, const std::string& spec) {
+  std::string list = spec;
+  const bool exclude = !list.empty() && list[0] == '^';
+  if (exclude) list.erase(0, 1);
+  const bool exact = !list.empty() && list[0] == '=';
+  if (exact) list.erase(0, 1);
+  std::vector<std::string> prefixes;
+  std::istringstream items(list);
+  for (std::string item; std::getline(items, item, ',');)
+    if (!item.empty()) prefixes.push_back(item);
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(net, ec)) {
+    const auto name = e.path().filename().string();
+    if (name == "lo") continue;
+    bool match = false;
+    for (const auto& p : prefixes) match = match || (exact ? name == p : name.rfind(p, 0) == 0);
+    if (match != exclude) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<Check> erdmaChecks(const std::string& sys, const Environment& environment) {
+  std::vector<std::string> devices;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(sys) / "class/infiniband", ec))
+    if (e.path().filename().string().rfind("erdma", 0) == 0) devices.push_back(e.path().filename().string());
+  if (devices.empty()) return {};
+  std::sort(devices.begin(), devices.end());
+  std::string names;
+  for (const auto& d : devices) names += (names.empty() ? "" : ", ") + d;
+  const auto var = [&](const char* name) { return environment.get(name).value_or(""); };
+  std::vector<Check> out;
+  // NCCL drives eRDMA as IB verbs: nothing may turn the IB transport off or steer it elsewhere.
+  const std::string hca = var("NCCL_IB_HCA"), disable = var("NCCL_IB_DISABLE"), net = var("NCCL_NET");
+  const std::string pai = "NCCL_IB_HCA=erdma NCCL_SOCKET_IFNAME=eth0 NCCL_IB_GID_INDEX=1 NCCL_NET_PLUGIN=none";
+  if (disable == "1" || (!net.empty() && net != "IB"))
+    out.push_back({"eRDMA: NCCL transport", CheckStatus::kWarn,
+                   fmt::format("{} present, but {}: NCCL uses TCP sockets between hosts", names,
+                               disable == "1" ? "NCCL_IB_DISABLE=1" : "NCCL_NET=" + net),
+                   fmt::format("unset {} and set {} (Alibaba PAI's settings)",
+                               disable == "1" ? "NCCL_IB_DISABLE" : "NCCL_NET", pai)});
+  else if (!hca.empty() && hca.find("erdma") == std::string::npos)
+    out.push_back({"eRDMA: NCCL transport", CheckStatus::kWarn,
+                   fmt::format("{} present, but NCCL_IB_HCA={} leaves them out", names, hca),
+                   "NCCL_IB_HCA=erdma (or the devices by name: " + names + ")"});
+  else
+    out.push_back({"eRDMA: NCCL transport", hca.empty() ? CheckStatus::kInfo : CheckStatus::kPass,
+                   fmt::format("{}; NCCL_IB_HCA={}", names, hca.empty() ? "unset (NCCL takes every IB device)" : hca),
+                   hca.empty() ? fmt::format("Alibaba PAI sets {}; NCCL >= 2.19", pai) : ""});
+  // The interface for NCCL's bootstrap and sockets, and its MTU.
+  const fs::path netDir = fs::path(sys) / "class/net";
+  const std::string ifname = var("NCCL_SOCKET_IFNAME");
+  const auto selected = selectedInterfaces(netDir, ifname.empty() ? "eth" : ifname);
+  if (selected.empty()) {
+    out.push_back({"eRDMA: NCCL_SOCKET_IFNAME", CheckStatus::kWarn,
+                   ifname.empty() ? "unset, and no eth* interface" : fmt::format("{} selects no interface", ifname),
+                   "NCCL_SOCKET_IFNAME=<the instance's primary interface, eth0 on Alibaba Cloud images>"});
+    return out;
+  }
+  if (ifname.empty())
+    out.push_back({"eRDMA: NCCL_SOCKET_IFNAME", CheckStatus::kInfo, "unset: NCCL picks an interface itself",
+                   "NCCL_SOCKET_IFNAME=" + selected.front() + " (Alibaba PAI sets eth0)"});
+  for (const auto& i : selected) {
+    const std::string mtu = readLine(netDir / i / "mtu");
+    const bool ok = mtu == "8500" || mtu == "1400";
+    out.push_back({"eRDMA: MTU " + i, ok ? CheckStatus::kPass : CheckStatus::kWarn,
+                   fmt::format("{} (NCCL's LL128 protocol needs 8500 with jumbo frames, 1400 without)",
+                               mtu.empty() ? "unknown" : mtu),
+                   ok ? ""
+                      : fmt::format("Alibaba warns that another MTU corrupts data with LL128: ip link set {} mtu 8500 "
+                                    "(jumbo frames on) or 1400, or NCCL_PROTO=^LL128",
+                                    i)});
+  }
+  return out;
 }
 
 int runDoctor(const DoctorOptions& options, std::ostream& out) {
@@ -261,6 +352,7 @@ int runDoctor(const DoctorOptions& options, std::ostream& out) {
   if (expected) checks.push_back(instanceCheck(*expected, gpuCount));
   for (auto& c : softwareChecks(environment, gpuCount, mpirun)) checks.push_back(std::move(c));
   for (auto& c : systemChecks()) checks.push_back(std::move(c));
+  for (auto& c : erdmaChecks("/sys", environment)) checks.push_back(std::move(c));
   if (options.allreduce)
     for (auto& c : allreduceChecks(environment, mpirun, gpuCount)) checks.push_back(std::move(c));
   const bool failed =

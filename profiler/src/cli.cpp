@@ -45,6 +45,12 @@ struct ProjectCli {
   std::string format = "text";
 };
 
+struct InstancesCli {
+  std::vector<std::string> names;
+  bool json = false, erdma = false;
+  std::string gpu;
+};
+
 // --dataset-size: a whole number of samples above 0.
 int64_t parseDatasetSize(const std::string& text) {
   const double size = parsePositive(text, "--dataset-size");
@@ -139,20 +145,97 @@ int runProject(const ProjectCli& o, std::ostream& out) {
   return 0;
 }
 
+// The types NAMES name (a family: all its types), or the whole catalog, filtered. Every name is
+// decoded before anything is printed.
+std::vector<Instance> selectInstances(const InstancesCli& o) {
+  std::vector<Instance> chosen;
+  const auto all = catalogInstances();
+  if (o.names.empty()) chosen = all;
+  for (const auto& name : o.names) {
+    auto decoded = decodeInstance(name);
+    if (decoded.size || decoded.family.kind == "unpublished") {
+      chosen.push_back(std::move(decoded));
+      continue;
+    }
+    for (const auto& i : all)
+      if (i.family.family == decoded.family.family) chosen.push_back(i);
+  }
+  std::string gpu;
+  if (!o.gpu.empty()) gpu = findGpu(o.gpu, "--gpu").gpu;
+  std::vector<Instance> out;
+  for (auto& i : chosen)
+    if ((!o.erdma || i.family.erdma.value_or(false)) && (gpu.empty() || i.family.gpu == gpu))
+      out.push_back(std::move(i));
+  return out;
+}
+
+std::string orDash(const std::optional<double>& value) { return value ? fmt::format("{:g}", *value) : "-"; }
+
+int runInstances(const InstancesCli& o, std::ostream& out) {
+  const auto chosen = selectInstances(o);
+  if (o.json) {
+    auto j = nlohmann::json::array();
+    for (const auto& i : chosen) j.push_back(toJson(i));
+    out << jsonText(j, 2) << "\n";
+    return 0;
+  }
+  out << fmt::format("{:<28} {:>5} {:<12} {:>6} {:>5} {:>7} {:<8} {:>7} {:>6} {}\n", "type", "GPUs", "GPU", "GB",
+                     "vCPUs", "GiB", "link", "Gbit/s", "eRDMA", "bare metal");
+  for (const auto& i : chosen) {
+    const auto& f = i.family;
+    const std::string type = i.size ? typeName(f, i.size->key) : i.name;
+    if (!i.size) {
+      out << fmt::format("{:<28} {}\n", type, f.kind == "unpublished" ? describe(i) : f.family + ": no size given");
+      continue;
+    }
+    const auto& s = *i.size;
+    const std::string gpus = !s.gpuShare.empty() ? s.gpuShare : s.gpus ? std::to_string(*s.gpus) : "slice";
+    const std::string gpu = f.gpu.empty() ? "(unnamed)" : f.gpu.substr(f.gpu.rfind("NVIDIA ", 0) == 0 ? 7 : 0);
+    const std::string memory = s.gpuMemoryGb   ? orDash(s.gpuMemoryGb)
+                               : f.gpuMemoryGb ? std::to_string(*f.gpuMemoryGb)
+                                               : "-";
+    const std::string erdma = !f.erdma      ? "?"
+                              : !*f.erdma   ? (f.rdmaKind.empty() ? "no" : "RoCE")
+                              : f.erdmaGbps ? fmt::format("{:g}", *f.erdmaGbps)
+                                            : "yes";
+    out << fmt::format("{:<28} {:>5} {:<12} {:>6} {:>5} {:>7} {:<8} {:>7} {:>6} {}\n", type, gpus, gpu, memory, s.vcpus,
+                       fmt::format("{:g}", s.memoryGib), f.linkClass().empty() ? "-" : f.linkClass(),
+                       orDash(s.networkGbps), erdma, f.bareMetal ? "yes" : "no");
+  }
+  out << fmt::format(
+      "{} type(s). eRDMA: its published Gbit/s, yes (no separate figure), no, RoCE (the SCC network) "
+      "or ? (not published); - not published. Every figure's source: --json.\n",
+      chosen.size());
+  return 0;
+}
+
+CLI::App* addInstances(CLI::App& app, InstancesCli& o) {
+  auto* cmd = app.add_subcommand("instances",
+                                 "Alibaba Cloud GPU instance types from the vendor's documentation: decode names, "
+                                 "or list and filter the catalog.\n"
+                                 "Example: ddprof instances ecs.gn7e-c16g1.32xlarge ebmgn7ex --json");
+  cmd->add_option("names", o.names, "Instance types (ecs.gn8v-2x.12xlarge) or families (gn8v); none: every type");
+  cmd->add_flag("--json", o.json, "One JSON object per type, every figure with its source");
+  cmd->add_flag("--erdma", o.erdma, "Only types with eRDMA (ERI)");
+  cmd->add_option("--gpu", o.gpu, "Only types with this GPU (A100, H20, L20, ...)");
+  return cmd;
+}
+
 CLI::App* addCompare(CLI::App& app, CompareCli& compare) {
   auto* compareCmd = app.add_subcommand("compare",
                                         "Two runs of the same job side by side (e.g. an NVLink instance against "
                                         "ERI multi-node): transports, step time, throughput, efficiency, "
                                         "exposed communication, busbw, findings and, with prices, cost per "
                                         "1 M samples.\nExample: ddprof compare runs/gn7 runs/gn7i-eri "
-                                        "--price-a 30 --price-b 12 --instance-a ecs.gn7-c96g8.24xlarge");
+                                        "--price-a 30 --price-b 12 --instance-a ecs.gn7-c13g1.26xlarge");
   compareCmd->add_option("run_a", compare.dirA, "Run directory A")->required();
   compareCmd->add_option("run_b", compare.dirB, "Run directory B")->required();
   compareCmd->add_option("--price-a", compare.priceA, "A's price per instance-hour (any currency; e.g. 30.5)");
   compareCmd->add_option("--price-b", compare.priceB, "B's price per instance-hour, in the same currency");
   compareCmd->add_option("--label-a", compare.labelA, "A's name in the table (default: its directory name)");
   compareCmd->add_option("--label-b", compare.labelB, "B's name in the table");
-  compareCmd->add_option("--instance-a", compare.instanceA, "A's instance type (e.g. ecs.gn7e-c32g1.32xlarge or gn7e)");
+  compareCmd->add_option("--instance-a", compare.instanceA,
+                         "A's instance type (e.g. ecs.gn7e-c16g1.32xlarge, ecs.ebmgn7ex.32xlarge or gn7e)");
   compareCmd->add_option("--instance-b", compare.instanceB, "B's instance type");
   compareCmd->add_option("--dataset-size", compare.datasetSize,
                          "Samples per epoch, for the time and cost of an epoch (e.g. 1281167)");
@@ -169,12 +252,12 @@ CLI::App* addProject(CLI::App& app, ProjectCli& project) {
       "project",
       "Project a profiled run onto other instance types and host counts before renting them: step time, "
       "throughput, scaling efficiency, cost per 1 M samples (docs/projection.md).\nExample: ddprof project "
-      "ddprun-runs/<run> --to ecs.gn7-c96g8.24xlarge --to hosts=2,gpus=8,intra=nvlink,inter=erdma:25gbit,"
-      "gpu=A100 --price run=6 --price ecs.gn7-c96g8.24xlarge=40");
+      "ddprun-runs/<run> --to ecs.gn7e-c16g1.32xlarge --to hosts=2,instance=ecs.ebmgn7ex.32xlarge "
+      "--price run=6 --price ecs.gn7e-c16g1.32xlarge=40");
   projectCmd->add_option("run_dir", project.dir, "The measured run directory (with step timings)")->required();
   projectCmd
       ->add_option("--to", project.targets,
-                   "A target: an instance name (ecs.gn7-c96g8.24xlarge), a family (gn7e), or a shape "
+                   "A target: an instance name (ecs.gn7e-c16g1.32xlarge), a family (gn7e), or a shape "
                    "hosts=H,gpus=G[,intra=KIND[:BW]][,inter=KIND:BW][,gpu=A100|cpu][,instance=NAME][,bench=FILE: the "
                    "target's allreduce measured there, ddpbench --json or nccl-tests output]; repeat for more")
       ->required();
@@ -235,6 +318,8 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
   addCompare(app, compare);  // the subcommand left when no other was given
   ProjectCli project;
   auto* projectCmd = addProject(app, project);
+  InstancesCli instances;
+  auto* instancesCmd = addInstances(app, instances);
   std::string logLevel = "info";
   app.add_option("--log-level", logLevel, "ddprof's own messages (what could not be read): error, warn, info or debug");
   try {
@@ -250,6 +335,7 @@ int ddprofMain(const std::vector<std::string>& args, std::ostream& out) {
   if (*reportCmd) return runReport(report, out);
   if (*scalingCmd) return runScaling(scaling, out);
   if (*projectCmd) return runProject(project, out);
+  if (*instancesCmd) return runInstances(instances, out);
   return runCompare(compare, out);
 }
 

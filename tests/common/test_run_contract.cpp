@@ -187,7 +187,7 @@ TEST_CASE("run.json survives toJson and fromJson, every field", "[common][manife
   m.attempt = 1;
   m.maxRestarts = 2;
   m.earlierAttempts = {{0, 7, "rank 1 failed: exit code 7", "attempts/0"}};
-  m.instance = {{"name", "ecs.gn7-c96g8.24xlarge"}, {"family", "gn7"}};
+  m.instance = {{"name", "ecs.gn7-c13g1.26xlarge"}, {"family", "gn7"}};
   m.rankEnvironment = {{"MASTER_PORT", "29500"}};
   m.environment = {{"PATH", "/usr/bin"}};
   nlohmann::json running = toJson(m);
@@ -208,7 +208,7 @@ TEST_CASE("run.json survives toJson and fromJson, every field", "[common][manife
   CHECK(j["duration_s"] == 4.25);
   const auto back = runManifestFromJson(j);
   CHECK(toJson(back) == j);  // every field, both ways
-  CHECK(back.instanceName() == "ecs.gn7-c96g8.24xlarge");
+  CHECK(back.instanceName() == "ecs.gn7-c13g1.26xlarge");
   CHECK(back.ranks.at(1).status == RankStatus::kHung);
   CHECK(back.hang->ranks == std::vector<int>{1});
   CHECK(back.versions->libtorchCuda == false);

@@ -5,10 +5,12 @@
 #include "../../launcher/src/io.hpp"
 #include "../../launcher/src/job_manifest.hpp"
 #include "../../launcher/src/verdict.hpp"
+#include "ddp/common/environment.hpp"
 #include "ddp/common/error.hpp"
 #include "ddp/common/log.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/launcher/cli.hpp"
+#include "ddp/launcher/doctor.hpp"
 #include "ddp/launcher/port.hpp"
 #include "support/run_records.hpp"
 
@@ -77,6 +79,45 @@ TEST_CASE("cli: bad options before PROGRAM are errors naming them", "[launcher][
                     Contains("--max-restarts: Value -1 not in range"));
   CHECK_THROWS_WITH(parseCommandLine({"--log-level", "loud", "p"}, out), Contains("--log-level 'loud'"));
   CHECK_THROWS_AS(parseCommandLine({"--grace"}, out), ddp::ConfigError);
+}
+
+TEST_CASE("doctor: eRDMA devices, what turns them off, the interface and the MTU LL128 needs", "[launcher][doctor]") {
+  // A sysfs tree as an eRDMA host has it (class/infiniband/erdma_0, class/net/eth0/mtu).
+  const auto sys = fs::path(fs::temp_directory_path()) / fmt::format("ddp-sys-{}", ::getpid());
+  fs::create_directories(sys / "class/infiniband/erdma_0");
+  fs::create_directories(sys / "class/net/eth0");
+  fs::create_directories(sys / "class/net/lo");
+  auto mtu = [&](const char* value) { std::ofstream(sys / "class/net/eth0/mtu") << value << "\n"; };
+  auto status = [&](const std::vector<ddp::launcher::Check>& checks, const std::string& name) {
+    for (const auto& c : checks)
+      if (c.name == name)
+        return std::string(ddp::launcher::checkStatusName(c.status)) + ": " + c.detail + " | " + c.fix;
+    return std::string("absent");
+  };
+  using Env = ddp::Environment;
+  auto one = [](const std::string& name, const std::string& value) {
+    return Env(std::map<std::string, std::string, std::less<>>{{name, value}});
+  };
+  mtu("1500");
+  auto plain = ddp::launcher::erdmaChecks(sys.string(), Env{});
+  CHECK_THAT(status(plain, "eRDMA: NCCL transport"), Catch::StartsWith("info: erdma_0; NCCL_IB_HCA=unset"));
+  CHECK_THAT(status(plain, "eRDMA: NCCL_SOCKET_IFNAME"), Catch::Contains("NCCL_SOCKET_IFNAME=eth0"));
+  CHECK_THAT(status(plain, "eRDMA: MTU eth0"), Catch::StartsWith("warn: 1500") && Catch::Contains("NCCL_PROTO=^LL128"));
+  mtu("8500");
+  auto good = ddp::launcher::erdmaChecks(sys.string(), Env(std::map<std::string, std::string, std::less<>>{
+                                                           {"NCCL_IB_HCA", "erdma"}, {"NCCL_SOCKET_IFNAME", "eth0"}}));
+  CHECK_THAT(status(good, "eRDMA: NCCL transport"), Catch::StartsWith("pass"));
+  CHECK(status(good, "eRDMA: NCCL_SOCKET_IFNAME") == "absent");
+  CHECK_THAT(status(good, "eRDMA: MTU eth0"), Catch::StartsWith("pass: 8500"));
+  CHECK_THAT(status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_IB_DISABLE", "1")), "eRDMA: NCCL transport"),
+             Catch::StartsWith("warn") && Catch::Contains("NCCL_IB_DISABLE=1"));
+  CHECK_THAT(status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_IB_HCA", "mlx5")), "eRDMA: NCCL transport"),
+             Catch::Contains("NCCL_IB_HCA=mlx5 leaves them out"));
+  CHECK_THAT(
+      status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_SOCKET_IFNAME", "ib")), "eRDMA: NCCL_SOCKET_IFNAME"),
+      Catch::StartsWith("warn: ib selects no interface"));
+  CHECK(ddp::launcher::erdmaChecks((sys / "none").string(), Env{}).empty());  // no eRDMA device: no checks
+  fs::remove_all(sys);
 }
 
 TEST_CASE("cli: the doctor and worker subcommands, help and version", "[launcher][cli]") {

@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
+
 using namespace ddp::profiler;
 using ddp::Phase;
 using ddp::StepRecord;
@@ -59,25 +62,107 @@ RunData makeJob(const std::string& dir, int ranks, int hosts, double stepMs, dou
 
 }  // namespace
 
-TEST_CASE("instance names decode, bad ones say why", "[profiler][instances]") {
-  auto i = decodeInstance("ecs.gn7i-c16g1.16xlarge");
-  CHECK(i.family.family == "gn7i");
-  CHECK(i.family.gpu == "NVIDIA A10");
-  CHECK(i.vcpus == 16);
-  CHECK(i.gpus == 1);
-  CHECK(i.size == "16xlarge");
-  auto e = decodeInstance("ecs.ebmgn7e-c32g1.32xlarge");
-  CHECK(e.family.bareMetal);
-  CHECK(e.family.nvlink);
-  CHECK(decodeInstance("gn7-c96g8.24xlarge").gpus == 8);
-  CHECK_FALSE(decodeInstance("gn6v").gpus.has_value());
-  CHECK(instanceCatalog().size() == 6);
-  CHECK_THROWS_WITH(decodeInstance("ecs.gn8i-c16g1.16xlarge"),
-                    Catch::Contains("unknown family 'gn8i'") && Catch::Contains("did you mean gn7i?"));
-  CHECK_THROWS_WITH(decodeInstance("ecs.gn7i_c16g1"), Catch::Contains("is not an instance name") &&
-                                                          Catch::Contains("ecs.<family>-c<vCPUs>g<GPUs>.<size>"));
-  CHECK_THROWS_WITH(decodeInstance("ecs.gn7i-c16g0.4xlarge"), Catch::Contains("is not an instance"));
+TEST_CASE("instance names of every shape decode from the vendor's tables", "[profiler][instances]") {
+  // -c<R>g1: R is vCPUs per GPU; the size's table gives the counts.
+  auto e = decodeInstance("ecs.gn7e-c16g1.32xlarge");
+  CHECK(e.family.gpu == "NVIDIA A100");
+  CHECK(e.family.gpuMemoryGb == 80);
+  CHECK(e.size->vcpus == 128);
+  CHECK(e.gpus() == 8);
+  CHECK(e.size->memoryGib == 1000);
+  CHECK(e.family.linkClass() == "nvlink");
+  CHECK(e.family.erdma == false);
+  // The table, not the name: 82 vCPUs, 54 with 8 GPUs.
+  CHECK(decodeInstance("ecs.gn6v-c10g1.20xlarge").size->vcpus == 82);
+  CHECK(decodeInstance("gn5-c8g1.14xlarge").size->vcpus == 54);
+  CHECK(decodeInstance("ecs.gn5-c8g1.14xlarge").gpus() == 8);
+  // <family>.<size>, -<K>x, bare metal, SCC, -tee, vGPU slices with -vws before or after -mM.
+  CHECK(decodeInstance("ecs.gn8v.6xlarge").gpus() == 1);
+  CHECK(decodeInstance("ecs.gn8v-2x.12xlarge").size->vcpus == 48);
+  CHECK(decodeInstance("ecs.gn8v-2x.12xlarge").gpus() == 2);
+  auto x = decodeInstance("ecs.ebmgn7ex.32xlarge");
+  CHECK(x.family.bareMetal);
+  CHECK(x.family.erdma == true);
+  CHECK(x.family.erdmaGbps == 160);
+  CHECK(x.gpus() == 8);
+  CHECK(decodeInstance("ecs.ebmgn6i.24xlarge").gpus() == 4);
+  auto scc = decodeInstance("ecs.sccgn7ex.32xlarge");
+  CHECK(scc.family.rdmaKind == "scc-roce");
+  CHECK(scc.family.rdmaGbps == 800);
+  CHECK(scc.family.linkClass() == "nvswitch");
+  CHECK(decodeInstance("ecs.gn8v-tee-8x.16xlarge").family.family == "gn8v-tee");
+  auto v = decodeInstance("ecs.vgn6i-m4.xlarge");
+  CHECK(v.vgpu());
+  CHECK(v.size->gpuShare == "1/4");
+  CHECK_FALSE(v.gpus().has_value());
+  CHECK(decodeInstance("ecs.vgn6i-m4-vws.xlarge").family.family == "vgn6i-vws");
+  CHECK(decodeInstance("ecs.sgn7i-vws-m2s.xlarge").size->memoryGib == 8);
+  CHECK(decodeInstance("ECS.GN7I-8X.16XLARGE").gpus() == 8);
+  CHECK(decodeInstance("ebmgn9gc.64xlarge").family.gpu.empty());  // not named by the vendor
+  CHECK_FALSE(decodeInstance("gn7e").size.has_value());
+  auto unknown = decodeInstance("ecs.gn8t.xlarge");  // known only by name
+  CHECK(unknown.family.kind == "unpublished");
+  CHECK_FALSE(unknown.family.erdma.has_value());
+  // Every listed type decodes from its own name to itself.
+  for (const auto& i : catalogInstances()) {
+    const auto again = decodeInstance(i.name);
+    CHECK(again.family.family == i.family.family);
+    CHECK(again.sizeKey == i.sizeKey);
+  }
+  CHECK(toJson(e).at("sources").at("gpu_memory_gb").get<std::string>().find("S1") != std::string::npos);
+  CHECK(describe(x) ==
+        "ebmgn7ex.32xlarge: 8 x NVIDIA A100 80 GB, NVLink, bare metal, 128 vCPUs, 1024 GiB, 160 Gbit/s, "
+        "eRDMA (up to 160 Gbit/s)");
+}
+
+// "-" where the note has no figure; "1/4" as a share.
+std::string figure(const nlohmann::json& value) {
+  if (value.is_null()) return "-";
+  return fmt::format("{:g}", value.get<double>());
+}
+
+TEST_CASE("every name in the research note decodes to its tables' figures", "[profiler][instances]") {
+  std::ifstream in(std::string(DDP_TEST_DATA_DIR) + "/instances/research-note-names.txt");
+  REQUIRE(in);
+  std::string line;
+  int names = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string name, family, gpus, vcpus, memory, network;
+    fields >> name >> family;
+    INFO(line);
+    ++names;
+    if (family == "error") {
+      std::string message;
+      std::getline(fields >> std::ws, message);
+      CHECK_THROWS_WITH(decodeInstance(name), Catch::Contains(message));
+      continue;
+    }
+    fields >> gpus >> vcpus >> memory >> network;
+    const auto j = toJson(decodeInstance(name));
+    CHECK(j.at("family") == family);
+    const std::string share = j.at("gpu_share").is_null() ? "" : j.at("gpu_share").get<std::string>();
+    CHECK((share.empty() ? figure(j.at("gpus")) : share) == gpus);
+    CHECK(figure(j.at("vcpus")) == vcpus);
+    CHECK(figure(j.at("memory_gib")) == memory);
+    CHECK(figure(j.at("network_gbps")) == network);
+  }
+  CHECK(names == 48);
+}
+
+TEST_CASE("a wrong instance name says what and the nearest real one", "[profiler][instances]") {
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn7q-c16g1.32xlarge"),
+                    Catch::Contains("unknown family 'gn7q'") && Catch::Contains("did you mean gn7"));
+  CHECK_THROWS_WITH(
+      decodeInstance("ecs.gn7e-c16g1.2xlarge"),
+      Catch::Contains("gn7e has no type c16g1.2xlarge") && Catch::Contains("did you mean ecs.gn7e-c16g1.4xlarge?"));
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn7e-c32g1.32xlarge"),
+                    Catch::Contains("did you mean ecs.gn7e-c16g1.32xlarge?"));
+  CHECK_THROWS_WITH(decodeInstance("ecs.vgn6i-vws-m4.xlarge"), Catch::Contains("is written ecs.vgn6i-m4-vws.xlarge"));
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn7i_c16g1"), Catch::Contains("is not an instance name"));
   CHECK_THROWS_WITH(decodeInstance(""), Catch::Contains("is not an instance name"));
+  CHECK_THROWS_WITH(decodeInstance("ecs.gn7i-c16g0.4xlarge"), Catch::Contains("is not an instance name"));
 }
 
 TEST_CASE("compare: throughput, efficiency and cost from known timings and prices", "[profiler][compare]") {
@@ -88,7 +173,7 @@ TEST_CASE("compare: throughput, efficiency and cost from known timings and price
   CompareOptions o;
   o.a.pricePerHour = 40;  // one instance: 40 per hour
   o.b.pricePerHour = 12;  // two instances: 24 per hour
-  o.a.instance = decodeInstance("ecs.gn7-c96g8.24xlarge");
+  o.a.instance = decodeInstance("ecs.gn7-c13g1.26xlarge");
   o.datasetSize = 1'000'000;
   auto c = compareRuns(a, b, o);
   CHECK(c.a.samplesPerSecond == Approx(2560));

@@ -108,15 +108,24 @@ TEST_CASE("bandwidths are read as tc writes them or in bytes per second", "[proj
 
 TEST_CASE("the catalog has every figure the model needs, each with its source", "[projection]") {
   for (const auto& family : instanceCatalog()) {
-    const auto& link = findLink(family.intraLink);
-    CHECK(link.gbytesPerS > 0);
-    CHECK(findGpu(family.gpu, "catalog").fp32Tflops > 0);
+    INFO(family.family);
+    if (!family.intraLink.empty()) CHECK(findLink(family.intraLink).gbytesPerS > 0);
+    if (!family.gpu.empty()) CHECK_FALSE(findGpu(family.gpu, "catalog").source.empty());
+    // Every figure the family has, with its source.
+    if (family.kind != "unpublished") {
+      CHECK(family.sources.count("gpu"));
+      CHECK(family.sources.count("sizes"));
+      CHECK_FALSE(family.sizes.empty());
+    }
+    if (!family.intraLink.empty()) CHECK(family.sources.count("intra_link"));
+    if (family.erdmaGbps) CHECK(family.sources.count("erdma_gbps"));
+    for (const auto& [figure, source] : family.sources) CHECK(source.find_first_not_of(' ') != std::string::npos);
   }
   for (const auto& g : gpuCatalog()) CHECK_FALSE(g.source.empty());
   for (const auto& l : linkCatalog()) CHECK_FALSE(l.source.empty());
   for (const auto& k : linkKinds()) CHECK_FALSE(k.source.empty());
   CHECK(findGpu("a100", "x").gpu == "NVIDIA A100");
-  CHECK(findGpu("NVIDIA V100", "x").fp32Tflops == Approx(15.7));
+  CHECK(*findGpu("NVIDIA V100", "x").fp32Tflops == Approx(15.7));
   CHECK(findLink("nvlink-a100").gbytesPerS == Approx(300));
   CHECK(findLinkKind("eRDMA", "x").interHost);
   CHECK_FALSE(findLinkKind("nvlink", "x").interHost);
@@ -124,13 +133,32 @@ TEST_CASE("the catalog has every figure the model needs, each with its source", 
 }
 
 TEST_CASE("targets: instance names, families and shapes", "[projection]") {
-  const auto eight = parseTarget("ecs.ebmgn7e-c128g8.32xlarge", 2);
+  const auto eight = parseTarget("ecs.ebmgn7e.32xlarge", 2);
   CHECK(eight.hosts == 1);
   CHECK(eight.ranksPerHost == 8);
-  CHECK(eight.device == "NVIDIA V100");
+  CHECK(eight.device == "NVIDIA A100");
   REQUIRE(eight.intra);
   CHECK(eight.intra->kind == "nvlink");
-  CHECK(*eight.intra->bytesPerS == Approx(150e9));
+  CHECK(*eight.intra->bytesPerS == Approx(300e9));
+  CHECK(parseTarget("ecs.gn7e-c16g1.32xlarge", 2).ranksPerHost == 8);  // c16g1: 16 vCPUs per GPU
+  CHECK(parseTarget("ecs.gn8v-2x.12xlarge", 2).ranksPerHost == 2);
+  CHECK(*parseTarget("ecs.gn8v-8x.48xlarge", 2).intra->bytesPerS == Approx(450e9));  // 900 GB/s both ways
+  // Between hosts, the family's published eRDMA (capped by the type's network), said as such.
+  const auto erdma = parseTarget("hosts=2,instance=ecs.ebmgn7ex.32xlarge", 8);
+  REQUIRE(erdma.inter);
+  CHECK(erdma.inter->kind == "erdma");
+  CHECK(*erdma.inter->bytesPerS == Approx(20e9));  // 160 Gbit/s
+  CHECK_THAT(erdma.inter->source,
+             Contains("ebmgn7ex.32xlarge's eRDMA, 160 Gbit/s") && Contains("published, not measured"));
+  const auto capped = parseTarget("hosts=2,instance=ecs.gn9gc-8x.64xlarge", 8);
+  CHECK(*capped.inter->bytesPerS == Approx(204e9 / 8));  // 360 for the family, 204 for the type
+  const auto sockets = parseTarget("hosts=2,instance=ecs.gn7e-c16g1.32xlarge", 8);
+  CHECK(sockets.inter->kind == "socket");
+  CHECK(*sockets.inter->bytesPerS == Approx(8e9));  // 64 Gbit/s, no eRDMA
+  const auto scc = parseTarget("hosts=4,instance=ecs.sccgn7ex.32xlarge", 8);
+  CHECK(scc.inter->kind == "ib");
+  CHECK(*scc.inter->bytesPerS == Approx(100e9));  // 800 Gbit/s RoCE
+  CHECK(parseTarget("ebmgn9gc.64xlarge", 8).device == "the unnamed GPU of ebmgn9gc");
   const auto family = parseTarget("gn7i", 4);  // a family alone: the run's ranks, on one host
   CHECK(family.ranksPerHost == 4);
   CHECK(family.intra->kind == "pcie");
@@ -142,7 +170,7 @@ TEST_CASE("targets: instance names, families and shapes", "[projection]") {
   CHECK(*shape.inter->bytesPerS == Approx(3.125e9));
   const auto cpu = parseTarget("hosts=2,ranks=2,intra=loopback,inter=socket:100mbit,gpu=cpu", 2);
   CHECK(cpu.device == "cpu");
-  const auto byInstance = parseTarget("hosts=2,instance=ecs.gn7-c96g8.24xlarge,inter=erdma:100gbit", 2);
+  const auto byInstance = parseTarget("hosts=2,instance=ecs.gn7-c13g1.26xlarge,inter=erdma:100gbit", 2);
   CHECK(byInstance.ranksPerHost == 8);
   CHECK(byInstance.intra->kind == "nvlink");
 }
@@ -152,7 +180,11 @@ TEST_CASE("a target that is wrong is named with what is wrong and the nearest va
     CHECK_THROWS_AS(parseTarget(target, 2), ddp::ConfigError);
     CHECK_THROWS_WITH(parseTarget(target, 2), Contains(message));
   };
-  fails("ecs.gn8i-c16g1.16xlarge", "unknown family 'gn8i' (did you mean gn7i?");
+  fails("ecs.gn8i-c16g1.16xlarge", "unknown family 'gn8i' (did you mean gn8is?");
+  fails("ecs.vgn6i-m4.xlarge", "is a vGPU slice (1/4 of an NVIDIA T4), not a projection target");
+  fails("hosts=1,instance=ecs.sgn7i-vws-m2.xlarge,gpus=1", "is a vGPU slice");
+  fails("ecs.gn8t.xlarge", "gn8t is known only by name");
+  fails("ecs.gn7s-c32g1.32xlarge", "the link between gn7s's GPUs is not published");
   fails("gpus=8,intra=nvlink", "target 'gpus=8,intra=nvlink' has no hosts=N");
   fails("hosts=2,intra=nvlink,inter=erdma:1gbit", "has no gpus=N");
   fails("hosts=2,gpus=8,intra=nvlink", "has no inter=KIND:BANDWIDTH");
@@ -434,8 +466,8 @@ TEST_CASE("one host projected onto two lands near the measured two-host run", "[
 TEST_CASE("a GPU target scales compute by the catalog's throughput and says so", "[projection]") {
   const auto run = loadRun(kRuns + "mlp-unlimited");
   ProjectOptions o;
-  o.targets = {"ecs.gn7-c96g8.24xlarge", "hosts=2,gpus=8,intra=nvlink,inter=erdma:25gbit,gpu=V100"};
-  o.prices = {{"ecs.gn7-c96g8.24xlarge", 30}, {"run", 2}};
+  o.targets = {"ecs.gn7-c13g1.26xlarge", "hosts=2,gpus=8,intra=nvlink,inter=erdma:25gbit,gpu=V100"};
+  o.prices = {{"ecs.gn7-c13g1.26xlarge", 30}, {"run", 2}};
   o.computeScale = 0.1;
   const auto p = projectRun(run, o);
   REQUIRE(p.targets.size() == 2);

@@ -75,12 +75,14 @@ Shape runShape(const RunData& run, int ranks, const std::string& device) {
     bool nvlink = false;
     if (!run.instance.empty()) {
       try {
-        nvlink = decodeInstance(run.instance).family.nvlink;
+        const std::string link = decodeInstance(run.instance).family.linkClass();
+        nvlink = link == "nvlink" || link == "nvswitch";
       } catch (const ConfigError&) {
       }
     }
     s.intraKind = nvlink ? "nvlink" : "pcie";
-    s.interKind = run.nccl && run.nccl->network && lower(*run.nccl->network) == "ib" ? "ib" : "socket";
+    const std::string network = run.nccl && run.nccl->network ? lower(*run.nccl->network) : "";
+    s.interKind = network == "ib (erdma)" ? "erdma" : network == "ib" ? "ib" : "socket";
   }
   return s;
 }
@@ -220,6 +222,7 @@ void runLink(const RunData& run, const std::optional<BenchFit>& fit, const Shape
   if (!run.instance.empty() && source.hosts == 1) {
     try {
       const auto instance = decodeInstance(run.instance);
+      if (instance.family.intraLink.empty()) throw ConfigError("no published link");
       const auto& link = findLink(instance.family.intraLink);
       cal.linkGbps = link.gbytesPerS * collectiveModel().gpuLinkEfficiency;
       cal.linkSource = fmt::format("the catalog's {} for {} x NCCL's efficiency: {}", link.link, instance.family.family,
@@ -250,9 +253,11 @@ void calibrate(const RunData& run, const RunProfile& profile, const Shape& sourc
     cal.latencyMs = fit->latencyMs;
     cal.latencyScale = sourceLatencyMs > 0 ? fit->latencyMs / sourceLatencyMs : 1.0;
   }
-  cal.msPerByte = std::max(1e-15, (cal.transferMsPerStep - cal.buckets * cal.latencyMs) / cal.bytesPerStep);
+  // Transfers no longer than the latency leave no bandwidth to measure (0: unknown).
+  const double overLatencyMs = cal.transferMsPerStep - cal.buckets * cal.latencyMs;
+  cal.msPerByte = std::max(1e-15, overLatencyMs / cal.bytesPerStep);
   const double busSecondsPerByte = cal.msPerByte / 1000.0 / ringFactor(profile.ranks);
-  cal.busbwGbps = 1.0 / busSecondsPerByte / 1e9;
+  cal.busbwGbps = overLatencyMs > 0 ? 1.0 / busSecondsPerByte / 1e9 : 0;
   runLink(run, fit, source, cal);
   // The host's cost is what the job's transfers took beyond the link, less the link's own noise
   // (kLinkNoise of its time): on a slow link, a few percent of its time is more than a fast
@@ -265,11 +270,14 @@ std::vector<std::string> runAssumptions(const Calibration& cal) {
   return {
       fmt::format("collective: {}", collectiveModel().source),
       fmt::format("calibration: {} gradient bucket(s), {:.3g} MB per step, on the network {:.3f} ms per step "
-                  "(median): {:.3f} ms latency per allreduce ({}) + {:.3g} ms/MB, i.e. {:.3g} GB/s bus bandwidth",
+                  "(median): {:.3f} ms latency per allreduce ({}) + {}",
                   cal.buckets, cal.bytesPerStep / 1e6, cal.transferMsPerStep, cal.latencyMs,
                   cal.latencyFitted ? "fitted to ddpbench's times at several sizes in the run directory"
                                     : "the catalog's: no ddpbench result of several sizes in the run directory",
-                  cal.msPerByte * 1e6, cal.busbwGbps),
+                  cal.busbwGbps > 0
+                      ? fmt::format("{:.3g} ms/MB, i.e. {:.3g} GB/s bus bandwidth", cal.msPerByte * 1e6, cal.busbwGbps)
+                      : std::string("nothing: the transfers took no longer than that latency, so no bus "
+                                    "bandwidth of the run's own is measurable")),
       fmt::format("the run's link: {}", cal.linkSource),
       "kept as measured: samples per rank per step (the batch per rank), the data phase (it runs on the host's CPU), "
       "bucket sizes and the order in which they become ready during backward",
@@ -279,6 +287,20 @@ std::vector<std::string> runAssumptions(const Calibration& cal) {
 }
 
 // `cpuWork`: what a CPU run's compute kept on a GPU target is (empty for a GPU run).
+// Two catalog GPUs' peak figures (FP16 tensor or FP32), when both have one.
+struct PeakRatio {
+  const GpuSpec &a, &b;
+  double ta, tb;
+};
+std::optional<PeakRatio> peakRatio(const std::string& runDevice, const std::string& target, bool fp16) {
+  if (runDevice.rfind("NVIDIA ", 0) != 0 || target.rfind("NVIDIA ", 0) != 0) return std::nullopt;
+  const auto& a = findGpu(runDevice, "run");
+  const auto& b = findGpu(target, "target");
+  const auto ta = fp16 ? a.fp16Tflops : a.fp32Tflops, tb = fp16 ? b.fp16Tflops : b.fp32Tflops;
+  if (!ta || !tb) return std::nullopt;
+  return PeakRatio{a, b, *ta, *tb};
+}
+
 void computeRatio(Projection& p, const std::string& runDevice, const ProjectOptions& options,
                   const std::string& cpuWork) {
   const auto& t = p.target;
@@ -287,14 +309,12 @@ void computeRatio(Projection& p, const std::string& runDevice, const ProjectOpti
     p.computeWhy = fmt::format("x{:.3g}, given with --compute-scale", p.computeScale);
   } else if (t.device == runDevice) {
     p.computeWhy = fmt::format("x1: the same device ({})", t.device);
-  } else if (runDevice.rfind("NVIDIA ", 0) == 0 && t.device.rfind("NVIDIA ", 0) == 0) {
-    const auto& a = findGpu(runDevice, "run");
-    const auto& b = findGpu(t.device, "target");
-    const double ta = options.fp16 ? a.fp16Tflops : a.fp32Tflops, tb = options.fp16 ? b.fp16Tflops : b.fp32Tflops;
+  } else if (const auto peaks = peakRatio(runDevice, t.device, options.fp16)) {
+    const auto& [a, b, ta, tb] = *peaks;
     p.computeScale = ta / tb;
     p.computeWhy = fmt::format(
-        "x{:.3g}: peak {} TFLOPS {} {:g} -> {} {:g} (datasheets; real models gain less than "
-        "the peak ratio)",
+        "x{:.3g}: peak {} TFLOPS {} {:g} -> {} {:g} (the catalog's figures, each with its source; real "
+        "models gain less than the peak ratio)",
         p.computeScale, options.fp16 ? "FP16 tensor" : "FP32", a.gpu, ta, b.gpu, tb);
   } else {
     p.computeWhy = fmt::format(

@@ -34,9 +34,12 @@ std::vector<Row> rows(const ProjectionReport& p) {
     return fmt::format("{} ranks on {} host(s), {}", t.ranks, t.target.hosts, t.target.device);
   });
   add("compute", "measured", [](const Projection& t) { return fmt::format("x{:.3g}", t.computeScale); });
-  add("allreduce busbw", fmt::format("{:.3g} GB/s (measured)", p.calibration.busbwGbps), [](const Projection& t) {
-    return t.ranks > 1 ? fmt::format("{:.3g} GB/s ({})", t.busbwGbps, t.bottleneck) : std::string("- (1 rank)");
-  });
+  add("allreduce busbw",
+      p.calibration.busbwGbps > 0 ? fmt::format("{:.3g} GB/s (measured)", p.calibration.busbwGbps)
+                                  : std::string("- (within the latency)"),
+      [](const Projection& t) {
+        return t.ranks > 1 ? fmt::format("{:.3g} GB/s ({})", t.busbwGbps, t.bottleneck) : std::string("- (1 rank)");
+      });
   add("step time", fmt::format("{:.2f} ms", p.stepMs),
       [](const Projection& t) { return fmt::format("{:.2f} ms", t.stepMs); });
   add("compute + glue", fmt::format("{:.2f} ms", p.computeMs),
@@ -141,7 +144,7 @@ json projectionJson(const ProjectionReport& p) {
             {"latency_ms", c.latencyMs},
             {"ms_per_byte", c.msPerByte},
             {"latency_fitted", c.latencyFitted},
-            {"busbw_gbps", c.busbwGbps},
+            {"busbw_gbps", c.busbwGbps > 0 ? json(c.busbwGbps) : json(nullptr)},
             {"link_gbps", optionalJson(c.linkGbps)},
             {"link_source", c.linkSource},
             {"host_ns_per_bus_byte", c.hostSecondsPerByte * 1e9},

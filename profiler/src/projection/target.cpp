@@ -124,22 +124,79 @@ double parseBandwidth(const std::string& text, const std::string& what) {
   throw ConfigError(fmt::format("{}: '{}' is not a bandwidth (e.g. 25gbit, 100mbit, 150GB/s, 800MB/s)", what, text));
 }
 
+namespace {
+
+// An instance as a target: whole GPUs of a published family.
+void checkTargetInstance(const Instance& instance, const std::string& where) {
+  const auto& f = instance.family;
+  if (instance.vgpu())
+    throw ConfigError(fmt::format(
+        "{}: {} is a vGPU slice ({} of an {}), not a projection target: DDP ranks need whole GPUs (e.g. {})", where,
+        instance.name, instance.size ? instance.size->gpuShare : "a share", f.gpu,
+        f.gpu == "NVIDIA A10" ? "ecs.gn7i-c8g1.2xlarge" : "ecs.gn6i-c4g1.xlarge"));
+  if (f.kind == "unpublished")
+    throw ConfigError(
+        fmt::format("{}: {} is known only by name (no published GPU, count or links): give the shape, "
+                    "e.g. hosts=1,gpus=8,intra=nvlink:300GB/s,gpu=A100",
+                    where, f.family));
+}
+
+// The link between a target instance's hosts when the target names none: the family's published
+// eRDMA or SCC RoCE bandwidth, else sockets over the type's VPC bandwidth; said as such.
+std::optional<TargetLink> catalogInter(const Instance& instance) {
+  const auto& f = instance.family;
+  const double family = f.erdmaGbps.value_or(0);
+  const double network = instance.size && instance.size->networkGbps ? *instance.size->networkGbps : 0;
+  const std::string type = instance.size ? instance.name : f.family;
+  if (!f.rdmaKind.empty() && f.rdmaGbps)
+    return TargetLink{"ib", *f.rdmaGbps * 1e9 / 8,
+                      fmt::format("the catalog: {}'s SCC RoCE network, {:g} Gbit/s ({}), published, not measured",
+                                  f.family, *f.rdmaGbps, f.sources.count("rdma") ? f.sources.at("rdma") : "")};
+  if (f.erdma.value_or(false) && (family > 0 || network > 0)) {
+    // eRDMA goes over the instance's network: no more than its bandwidth (inference).
+    const bool capped = network > 0 && (family <= 0 || network < family);
+    const double gbit = capped ? network : family;
+    const std::string why = family <= 0 ? "the type's network; no separate eRDMA figure is published"
+                            : capped    ? fmt::format("the family's {:g}, capped at the type's network", family)
+                                        : "the family's";
+    return TargetLink{
+        "erdma", gbit * 1e9 / 8,
+        fmt::format("the catalog: {}'s eRDMA, {:g} Gbit/s ({}), published, not measured", type, gbit, why)};
+  }
+  if (network > 0)
+    return TargetLink{"socket", network * 1e9 / 8,
+                      fmt::format("the catalog: {} has no eRDMA: NCCL over TCP sockets at its {:g} Gbit/s VPC "
+                                  "bandwidth, published, not measured",
+                                  type, network)};
+  return std::nullopt;
+}
+
+}  // namespace
+
 Target parseTarget(const std::string& text, int sourceRanks) {
   Target t;
   t.text = text;
   const std::string where = fmt::format("target '{}'", text);
   auto fromInstance = [&](const Instance& instance) {
+    checkTargetInstance(instance, where);
     t.instance = instance;
-    t.device = instance.family.gpu;
-    t.deviceWhere = fmt::format("the GPU of {} in the catalog", instance.family.family);
+    t.device = instance.family.gpu.empty() ? "the unnamed GPU of " + instance.family.family : instance.family.gpu;
+    t.deviceWhere = fmt::format("the GPU of {} in the catalog{}", instance.family.family,
+                                instance.family.gpu.empty() ? " (not named by the vendor)" : "");
   };
   auto catalogIntra = [&] {
-    const auto& link = findLink(t.instance->family.intraLink);
+    const auto& family = t.instance->family;
+    if (family.intraLink.empty())
+      throw ConfigError(
+          fmt::format("{}: the link between {}'s GPUs is not published: give it, e.g. "
+                      "hosts=1,gpus={},instance={},intra=pcie:31.5GB/s",
+                      where, family.family, t.ranksPerHost, t.instance->name));
+    const auto& link = findLink(family.intraLink);
     return TargetLink{link.kind, link.gbytesPerS * 1e9, link.source};
   };
   if (text.find('=') == std::string::npos) {
     fromInstance(decodeInstance(text));
-    t.ranksPerHost = t.instance->gpus.value_or(std::max(1, sourceRanks));
+    t.ranksPerHost = t.instance->gpus().value_or(std::max(1, sourceRanks));
     if (t.ranksPerHost > 1) t.intra = catalogIntra();
     return t;
   }
@@ -169,8 +226,8 @@ Target parseTarget(const std::string& text, int sourceRanks) {
   t.hosts = parseCount(fields["hosts"], "hosts", where, 100000);
   if (fields.count("gpus"))
     t.ranksPerHost = parseCount(fields["gpus"], "gpus", where, 1024);
-  else if (t.instance && t.instance->gpus)
-    t.ranksPerHost = *t.instance->gpus;
+  else if (t.instance && t.instance->gpus())
+    t.ranksPerHost = *t.instance->gpus();
   else
     throw ConfigError(fmt::format("{} has no gpus=N (ranks per host)", where));
   if (fields.count("intra"))
@@ -182,7 +239,9 @@ Target parseTarget(const std::string& text, int sourceRanks) {
         fmt::format("{} has no intra=KIND[:BANDWIDTH] (how a host's ranks talk: nvlink, pcie, shm, loopback)", where));
   if (fields.count("inter"))
     t.inter = parseLink(fields["inter"], "inter", where);
-  else if (t.hosts > 1)
+  else if (t.hosts > 1 && t.instance)
+    t.inter = catalogInter(*t.instance);
+  if (t.hosts > 1 && !t.inter)
     throw ConfigError(fmt::format("{} has no inter=KIND:BANDWIDTH (the link between hosts, e.g. erdma:25gbit)", where));
   if (fields.count("bench")) loadTargetBench(t, fields["bench"], where);
   return t;

@@ -11,6 +11,10 @@
 #include <string_view>
 #include <vector>
 
+namespace ddp {
+class Environment;
+}
+
 namespace ddp::launcher {
 
 enum class CheckStatus { kPass, kWarn, kFail, kInfo };
@@ -27,6 +31,12 @@ struct Check {
 std::string renderChecks(const std::vector<Check>& checks);
 // [{"name", "status", "detail", "fix"}, ...]
 nlohmann::json checksJson(const std::vector<Check>& checks);
+
+// The eRDMA checks for the erdma_* devices under `sys` (/sys in use: class/infiniband,
+// class/net): what NCCL needs to use them (docs/launcher.md, "eRDMA"): NCCL_IB_HCA, NCCL_IB_DISABLE
+// and NCCL_NET not turning them off, NCCL_SOCKET_IFNAME naming an interface, and the MTU Alibaba
+// requires with NCCL's LL128 protocol (8500 with jumbo frames, 1400 without). None without them.
+std::vector<Check> erdmaChecks(const std::string& sys, const Environment& environment);
 
 struct DoctorOptions {
   bool json = false;      // --json

@@ -181,6 +181,35 @@ TEST_CASE("NCCL rules: socket fallback across hosts, SHM between local GPUs, no 
   CHECK(findings.front().severity == Severity::kCritical);
 }
 
+TEST_CASE("socket fallback on hosts with eRDMA: the eRDMA fix, from any evidence of it", "[profiler][analysis]") {
+  auto fallback = [](std::initializer_list<const char*> lines, const std::string& instance) {
+    RunData run = makeRun(2, 4, 8, [](int) { return RankShape{}; });
+    run.instance = instance;
+    NcclFactsBuilder builder;
+    for (const char* line : lines) builder.addLine(line);
+    builder.addLine("b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0");
+    run.nccl = builder.finish();
+    const auto findings = diagnose(run, analyseTimings(run));
+    const auto it = std::find_if(findings.begin(), findings.end(),
+                                 [](const Finding& f) { return findingKindName(f.kind) == "socket_fallback"; });
+    REQUIRE(it != findings.end());
+    return *it;
+  };
+  const char* socket = "a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>";
+  const auto plain = fallback({socket}, "");
+  CHECK_THAT(plain.fix, Catch::Contains("use RDMA between hosts"));
+  // NCCL_NET=Socket with the devices there; NCCL_IB_HCA naming them; an eRDMA instance type.
+  for (const auto& f : {fallback({"a:1:1 [0] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [RO]; OOB eth0:10.0.5.76<0>",
+                                  "a:1:1 [0] NCCL INFO Using network Socket"},
+                                 ""),
+                        fallback({"a:1:1 [0] NCCL INFO NCCL_IB_HCA set by environment to erdma.", socket}, ""),
+                        fallback({socket}, "ecs.ebmgn7ex.32xlarge")}) {
+    CHECK_THAT(f.evidence, Catch::Contains("though the hosts have eRDMA"));
+    CHECK_THAT(f.fix, Catch::Contains("NCCL_IB_HCA=erdma") && Catch::Contains("NCCL_NET_PLUGIN=none"));
+  }
+  CHECK_THAT(fallback({socket}, "ecs.gn7e-c16g1.32xlarge").fix, Catch::Contains("use RDMA between hosts"));  // no ERI
+}
+
 TEST_CASE("scaling: perfect weak and strong scaling, and runs that are not comparable", "[profiler][scaling]") {
   std::vector<RunData> weak;
   for (int n : {4, 1, 2}) weak.push_back(makeRun(n, 10, 32, [](int) { return RankShape{}; }));

@@ -177,8 +177,10 @@ TEST_CASE("network selection and its fallbacks", "[profiler][parser]") {
   CHECK(ib.ibDevices == std::set<std::string>{"mlx5_0:1/IB", "mlx5_1:1/IB"});
   auto erdma = factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [RO]; OOB eth0:192.0.2.76<0>",
                         "n:1:1 [0] NCCL INFO Using network IB"});
-  CHECK(erdma.network == "IB");
+  CHECK(erdma.network == "IB (eRDMA)");  // NCCL's IB transport on Alibaba's erdma_* devices
   CHECK(erdma.ibDevices.count("erdma_0:1/RoCE") == 1);
+  // Mellanox RoCE prints the same link layer: the device name alone tells them apart.
+  CHECK(factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:192.0.2.76<0>"}).network == "IB");
   auto merged =
       factsOf({"n:1:1 [0] NCCL INFO NET/IB : Using [0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} ; OOB eth0:10.0.0.1<0>"});
   CHECK(merged.ibDevices == std::set<std::string>{"mlx5_2:1/RoCE", "mlx5_3:1/RoCE"});
@@ -199,6 +201,11 @@ TEST_CASE("env overrides, init lines, init timings, COLL records, return-code tr
   REQUIRE(env);
   CHECK(env->name == "NCCL_IB_DISABLE");
   CHECK(env->value == "1");
+  auto hca = parseEnvOverride("NCCL_IB_HCA set to erdma_0,erdma_1");  // net_ib's own line
+  REQUIRE(hca);
+  CHECK(hca->name == "NCCL_IB_HCA");
+  CHECK(hca->value == "erdma_0,erdma_1");
+  CHECK_FALSE(parseEnvOverride("NCCL_IB_HCA for rank 3 set to x"));
   auto f = factsOf({
       "n:1:1 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to LOC",
       "n:1:1 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1e0 - Init COMPLETE",

@@ -1,6 +1,8 @@
 // Rules on what the NCCL logs say: errors, the transport between hosts and within a host, GDR,
 // init time.
+#include "ddp/common/error.hpp"
 #include "ddp/common/run_layout.hpp"
+#include "ddp/profiler/projection/instances.hpp"
 #include "diagnosis/rules.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +15,24 @@ namespace {
 constexpr double kInitSlowSeconds = 10;  // NCCL init: init_slow
 
 std::string ncclCommand(const RunData& run) { return "ddprof nccl " + RunLayout(run.dir).ncclDir() + "/*.log"; }
+
+// Why the run's hosts have eRDMA, if anything says so: NCCL saw erdma_* devices, NCCL_IB_HCA
+// names them, or the run's instance type (ddprun --instance) is of an eRDMA family. "" if nothing.
+std::string erdmaEvidence(const RunData& run) {
+  const auto& n = *run.nccl;
+  for (const auto& d : n.ibDevices)
+    if (d.rfind("erdma", 0) == 0) return fmt::format("NCCL found {}", d);
+  if (const auto hca = n.envOverrides.find("NCCL_IB_HCA");
+      hca != n.envOverrides.end() && hca->second.find("erdma") != std::string::npos)
+    return "NCCL_IB_HCA=" + hca->second;
+  if (run.instance.empty()) return "";
+  try {
+    const auto instance = decodeInstance(run.instance);
+    if (instance.family.erdma.value_or(false)) return fmt::format("{} has eRDMA (ERI)", instance.name);
+  } catch (const ConfigError&) {
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -36,13 +56,26 @@ void socketFallback(const RunData& run, const TimingAnalysis&, Findings& out) {
   const auto& n = *run.nccl;
   const bool multiNode = n.hosts.size() > 1 || n.nnodes.value_or(1) > 1;
   if (n.network != "Socket" || (!multiNode && n.ibDevices.empty())) return;
+  const std::string erdma = erdmaEvidence(run);
+  // On eRDMA the fallback is silent: the fix is NCCL's IB transport on the erdma devices, as
+  // Alibaba's PAI configures it (docs/diagnosis.md, "eRDMA").
+  const std::string fix =
+      erdma.empty()
+          ? "use RDMA between hosts: an instance with ERI/eRDMA or InfiniBand, the RDMA drivers (libibverbs, "
+            "rdma-core) in the image, and NCCL_IB_HCA naming the devices (erdma_0 / mlx5_0); NCCL >= 2.19 for eRDMA"
+          : "NCCL can use the hosts' eRDMA through its IB transport: NCCL >= 2.19 with rdma-core's erdma provider in "
+            "the image, NCCL_IB_HCA=erdma, NCCL_SOCKET_IFNAME=eth0, NCCL_IB_GID_INDEX=1, NCCL_NET_PLUGIN=none, and "
+            "no NCCL_IB_DISABLE=1 or NCCL_NET=Socket (Alibaba PAI's settings); in a container, an unlimited "
+            "memlock (ibv_create_qp fails with -12 at 64 KiB)";
   add(out, FindingKind::kSocketFallback, Severity::kWarning, {},
-      fmt::format("NCCL uses TCP sockets (network Socket{}){}",
+      fmt::format("NCCL uses TCP sockets (network Socket{}){}{}",
                   multiNode ? fmt::format(", {} hosts", n.hosts.size()) : "",
-                  n.failureKinds.count(FailureKind::kNoIbDevice) ? "; NET/IB : No device found" : ""),
-      "use RDMA between hosts: an instance with ERI/eRDMA or InfiniBand, the RDMA drivers (libibverbs, rdma-core) "
-      "in the image, and NCCL_IB_HCA naming the devices (erdma_0 / mlx5_0); NCCL >= 2.19 for eRDMA",
-      Confidence::kHigh, "ibv_devices on each host, and grep 'Using network' in the NCCL logs");
+                  n.failureKinds.count(FailureKind::kNoIbDevice) ? "; NET/IB : No device found" : "",
+                  erdma.empty() ? "" : fmt::format(", though the hosts have eRDMA ({})", erdma)),
+      fix, Confidence::kHigh,
+      erdma.empty() ? "ibv_devices on each host, and grep 'Using network' in the NCCL logs"
+                    : "ibv_devinfo -d erdma_0 on each host; /sys/class/infiniband/erdma_0/ports/1/hw_counters/"
+                      "hw_tx_bytes_cnt should grow during a step; grep 'NET/IB' in the NCCL logs");
 }
 
 void p2pDisabled(const RunData& run, const TimingAnalysis&, Findings& out) {

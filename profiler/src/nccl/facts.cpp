@@ -325,6 +325,11 @@ NcclFacts NcclFactsBuilder::finish() const {
     else if (socketEdges)
       f.network = "Socket";
   }
+  // eRDMA is NCCL's IB transport on erdma_* devices (its link layer printed as RoCE): only the
+  // device name tells it from Mellanox RoCE.
+  if (f.network == "IB" && std::any_of(f.ibDevices.begin(), f.ibDevices.end(),
+                                       [](const std::string& d) { return d.rfind("erdma", 0) == 0; }))
+    f.network = "IB (eRDMA)";
   bool netEdges = false, gdr = false;
   for (const auto& [key, e] : f.edges) {
     if (e.transport == TransportClass::kNetIb || e.transport == TransportClass::kNetSocket ||

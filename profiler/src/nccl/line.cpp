@@ -334,9 +334,12 @@ std::optional<Edge> parseEdge(std::string_view m) {
 
 std::optional<EnvOverride> parseEnvOverride(std::string_view m) {
   if (!startsWith(m, "NCCL_")) return std::nullopt;
-  size_t at = m.find(" set by environment to ");
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view value = trim(m.substr(at + 23));
+  // "NCCL_X set by environment to V." (the parameter table), "NCCL_IB_HCA set to V" (the transports'
+  // own lines, e.g. net_ib's).
+  size_t at = m.find(" set by environment to "), skip = 23;
+  if (at == std::string_view::npos) at = m.find(" set to "), skip = 8;
+  if (at == std::string_view::npos || m.substr(0, at).find(' ') != std::string_view::npos) return std::nullopt;
+  std::string_view value = trim(m.substr(at + skip));
   if (!value.empty() && value.back() == '.') value.remove_suffix(1);
   return EnvOverride{m.substr(0, at), value};
 }

@@ -175,3 +175,16 @@ TEST_CASE("16 IB completion errors from a plugin, -> 6 trail", "[profiler][fixtu
   CHECK(f.returnCodes.count(6) == 1);
   CHECK(f.hosts == Strings{"gn-1024u07"});
 }
+
+TEST_CASE("17 the AWS OFI plugin by its own name, behind CloudWatch's prefix", "[profiler][fixtures]") {
+  auto f = fixture("17-awsofi715-cloudwatch-prefix-libfabric-plugin.log");
+  CHECK(f.linesRecognised == 10);
+  CHECK(f.hosts == Strings{"algo-1"});
+  CHECK(f.network == "AWS Libfabric");
+  CHECK(f.netPlugins == Strings{"AWS Libfabric"});
+  CHECK(transportNames(f) == std::vector<std::string>{"NET/AWS Libfabric"});
+  CHECK(f.gdrdma == true);
+  REQUIRE(hasEdge(f, 3, 10, TransportClass::kNetOther));
+  CHECK(f.edges.at({3, 10, static_cast<int>(TransportClass::kNetOther)}).proxyRank == 2);
+  CHECK(toJson(f)["transports"] == nlohmann::json::array({"NET/AWS Libfabric"}));
+}

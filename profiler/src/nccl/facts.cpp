@@ -330,6 +330,10 @@ NcclFacts NcclFactsBuilder::finish() const {
   if (f.network == "IB" && std::any_of(f.ibDevices.begin(), f.ibDevices.end(),
                                        [](const std::string& d) { return d.rfind("erdma", 0) == 0; }))
     f.network = "IB (eRDMA)";
+  for (const auto& [key, e] : f.edges)
+    if (e.transport == TransportClass::kNetOther) f.netPlugins.insert(transportName(e.transport, e.via).substr(4));
+  // A plugin network that no "Using network" line named goes by the name its edges print.
+  if (!f.network && f.netPlugins.size() == 1) f.network = *f.netPlugins.begin();
   bool netEdges = false, gdr = false;
   for (const auto& [key, e] : f.edges) {
     if (e.transport == TransportClass::kNetIb || e.transport == TransportClass::kNetSocket ||
@@ -354,13 +358,13 @@ std::pair<nlohmann::json, nlohmann::json> edgesJson(const NcclFacts& f) {
   std::set<int> ranks;
   std::map<std::pair<int, int>, std::set<std::string>> cells;
   for (const auto& [key, e] : f.edges) {
-    json entry = {{"from", e.from}, {"to", e.to},       {"transport", transportClassName(e.transport)},
+    json entry = {{"from", e.from}, {"to", e.to},       {"transport", transportName(e.transport, e.via)},
                   {"via", e.via},   {"lines", e.lines}, {"gdr", e.gdr}};
     if (e.proxyRank >= 0) entry["proxy_rank"] = e.proxyRank;
     edges.push_back(std::move(entry));
     ranks.insert(e.from);
     ranks.insert(e.to);
-    cells[{e.from, e.to}].emplace(transportClassName(e.transport));
+    cells[{e.from, e.to}].emplace(transportName(e.transport, e.via));
   }
   json rows = json::array();
   for (int from : ranks) {
@@ -382,12 +386,21 @@ std::pair<nlohmann::json, nlohmann::json> edgesJson(const NcclFacts& f) {
 
 }  // namespace
 
+std::vector<std::string> transportNames(const NcclFacts& f) {
+  std::vector<std::string> out;
+  for (auto t : f.transports) {
+    if (t != TransportClass::kNetOther || f.netPlugins.empty()) out.emplace_back(transportClassName(t));
+    if (t == TransportClass::kNetOther)
+      for (const auto& plugin : f.netPlugins) out.push_back("NET/" + plugin);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 nlohmann::json toJson(const NcclFacts& f) {
   using nlohmann::json;
   auto optional = [](const auto& v) { return v ? json(*v) : json(nullptr); };
-  std::vector<std::string> transports;
-  for (auto t : f.transports) transports.emplace_back(transportClassName(t));
-  std::sort(transports.begin(), transports.end());
+  const auto transports = transportNames(f);
   std::vector<std::string> kinds;
   for (auto k : f.failureKinds) kinds.emplace_back(failureKindName(k));
   std::sort(kinds.begin(), kinds.end());
@@ -415,6 +428,7 @@ nlohmann::json toJson(const NcclFacts& f) {
           {"nranks", optional(f.nranks)},
           {"nnodes", optional(f.nnodes)},
           {"network", optional(f.network)},
+          {"net_plugins", f.netPlugins},
           {"ib_devices", f.ibDevices},
           {"socket_interfaces", f.socketInterfaces},
           {"transports", transports},

@@ -248,6 +248,12 @@ std::optional<VersionInfo> parseVersion(std::string_view text) {
   return v;
 }
 
+std::string transportName(TransportClass c, std::string_view via) {
+  if (c != TransportClass::kNetOther || !startsWith(via, "NET/")) return std::string(transportClassName(c));
+  const auto rest = via.substr(4);
+  return "NET/" + std::string(rest.substr(0, rest.find('/')));
+}
+
 std::string_view transportClassName(TransportClass c) {
   switch (c) {
     case TransportClass::kP2P:

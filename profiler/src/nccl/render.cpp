@@ -54,9 +54,7 @@ std::string renderNcclSummary(const NcclFacts& f) {
   line("network", f.network.value_or("not printed"));
   if (!f.ibDevices.empty()) line("IB devices", joined(f.ibDevices));
   if (!f.socketInterfaces.empty()) line("socket ifs", joined(f.socketInterfaces));
-  std::vector<std::string> transports;
-  for (auto t : f.transports) transports.emplace_back(transportClassName(t));
-  line("transports", joined(transports, "none seen (no channel/ring lines)"));
+  line("transports", joined(transportNames(f), "none seen (no channel/ring lines)"));
   line("GPUDirect", !f.gdrdma ? "not said" : *f.gdrdma ? "GDRDMA on NET edges" : "off (NET edges without GDRDMA)");
   if (!f.envOverrides.empty()) {
     std::vector<std::string> env;
@@ -77,7 +75,7 @@ std::string renderNcclSummary(const NcclFacts& f) {
     ranks.insert(e.from);
     ranks.insert(e.to);
     auto& cell = cells[{e.from, e.to}];
-    cell += (cell.empty() ? "" : "+") + std::string(transportClassName(e.transport));
+    cell += (cell.empty() ? "" : "+") + transportName(e.transport, e.via);
   }
   if (!ranks.empty() && ranks.size() <= 16) {
     out += "\ntransport matrix (row: from rank, column: to rank)\n";

@@ -49,6 +49,7 @@ struct NcclFacts {
   std::set<std::string> ibDevices;     // "mlx5_0:1/IB", "erdma_0:1/RoCE"
   std::set<std::string> socketInterfaces;
   std::set<TransportClass> transports;
+  std::set<std::string> netPlugins;  // network plugins as the edges name them: "AWS Libfabric"
   std::optional<bool> gdrdma;
   uint64_t edgeLines = 0, initCompleteLines = 0, warnLines = 0;
   uint64_t linesRead = 0, linesRecognised = 0, linesDamaged = 0;
@@ -66,6 +67,9 @@ struct NcclFacts {
   static constexpr size_t kMaxInitTimings = 4096;
   bool hasWarn() const { return warnLines > 0; }
 };
+
+// The transports seen, sorted, a network plugin by its own name ("NET/AWS Libfabric").
+std::vector<std::string> transportNames(const NcclFacts& facts);
 
 // Edge summaries while a log is read, keyed on (from, to, transport class): open addressing over
 // integer keys, so an edge line costs a hash and a compare instead of a tree walk.

@@ -51,6 +51,9 @@ std::optional<VersionInfo> parseVersion(std::string_view text);
 enum class TransportClass { kP2P, kShm, kNetIb, kNetSocket, kNetOther, kNvls, kCollNet };
 // P2P, SHM, NET/IB, NET/Socket, NET/<plugin>, NVLS, COLLNET
 std::string_view transportClassName(TransportClass c);
+// An edge's transport as it prints itself: a network plugin by its own name ("NET/AWS Libfabric"
+// from "via NET/AWS Libfabric/1(2)/GDRDMA/Shared"), every other class by its class name.
+std::string transportName(TransportClass c, std::string_view via);
 
 // A connection between two ranks: every edge form of NCCL 2.4 -> 2.28
 // ("Ring 00 : 26[2] -> 24[0] via P2P/IPC", "Channel 01/0 : 13[92000] -> 4[89000] [send] via

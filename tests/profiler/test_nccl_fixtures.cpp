@@ -188,3 +188,14 @@ TEST_CASE("17 the AWS OFI plugin by its own name, behind CloudWatch's prefix", "
   CHECK(f.edges.at({3, 10, static_cast<int>(TransportClass::kNetOther)}).proxyRank == 2);
   CHECK(toJson(f)["transports"] == nlohmann::json::array({"NET/AWS Libfabric"}));
 }
+
+TEST_CASE("18 PyTorch's watchdog timeout among NCCL's lines is a timeout", "[profiler][fixtures]") {
+  auto f = fixture("18-basicsr737-torch-watchdog-timeout.log");
+  CHECK(f.linesRead == 4);
+  CHECK(f.linesRecognised == 2);
+  CHECK(f.failureKinds == std::set<FailureKind>{FailureKind::kTimeout});
+  CHECK(classifyTorchNcclLine("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote "
+                              "process exited or there was a network error, NCCL version 2.19.3\nncclRemoteError: A "
+                              "call failed possibly due to a network error or a remote process exiting prematurely.") ==
+        FailureKind::kRemoteError);
+}

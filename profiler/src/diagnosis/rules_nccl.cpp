@@ -44,8 +44,9 @@ void ncclErrors(const RunData& run, const TimingAnalysis&, Findings& out) {
   std::string kinds;
   for (auto k : n.failureKinds) kinds += (kinds.empty() ? "" : ", ") + std::string(failureKindName(k));
   add(out, FindingKind::kNcclError, Severity::kCritical, {},
-      fmt::format("{} NCCL WARN line(s){}{}", n.warnLines, kinds.empty() ? "" : " (" + kinds + ")",
-                  n.warnings.empty() ? "" : fmt::format("; first: {}", n.warnings.front().message)),
+      n.warnLines == 0 ? fmt::format("PyTorch's ProcessGroupNCCL among the NCCL lines: {}", kinds)
+                       : fmt::format("{} NCCL WARN line(s){}{}", n.warnLines, kinds.empty() ? "" : " (" + kinds + ")",
+                                     n.warnings.empty() ? "" : fmt::format("; first: {}", n.warnings.front().message)),
       "see `ddprof nccl` for what each failure usually means; a connection error right after one rank died is "
       "collateral",
       Confidence::kHigh, ncclCommand(run));

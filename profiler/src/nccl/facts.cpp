@@ -67,6 +67,9 @@ void NcclFactsBuilder::addLine(std::string_view line) {
   } else if (auto coll = parseCollSummary(line)) {
     ++facts_.linesRecognised;
     addColl(*coll);
+  } else if (auto failure = classifyTorchNcclLine(line)) {  // PyTorch's lines among NCCL's
+    ++facts_.linesRecognised;
+    facts_.failureKinds.insert(*failure);
   }
 }
 

@@ -475,6 +475,8 @@ std::string_view failureKindName(FailureKind kind) {
       return "no_ib_device";
     case FailureKind::kDuplicateGpu:
       return "duplicate_gpu";
+    case FailureKind::kRemoteError:
+      return "remote_error";
   }
   return "?";
 }
@@ -492,8 +494,15 @@ std::optional<FailureKind> classifyFailure(std::string_view m) {
     return FailureKind::kUnhandledCudaError;
   if (contains(m, "NET/IB : No device found")) return FailureKind::kNoIbDevice;
   if (contains(m, "Duplicate GPU detected")) return FailureKind::kDuplicateGpu;
+  if (contains(m, "ncclRemoteError") || contains(m, "remote process exited")) return FailureKind::kRemoteError;
   if (contains(m, "Watchdog caught collective operation timeout") || contains(m, "timed out") || contains(m, "Timeout"))
     return FailureKind::kTimeout;
+  return std::nullopt;
+}
+
+std::optional<FailureKind> classifyTorchNcclLine(std::string_view line) {
+  if (contains(line, "Watchdog caught collective operation timeout")) return FailureKind::kTimeout;
+  if (contains(line, "ncclRemoteError")) return FailureKind::kRemoteError;
   return std::nullopt;
 }
 

@@ -29,6 +29,8 @@ std::string_view meaning(FailureKind kind) {
     case FailureKind::kDuplicateGpu:
       return "two ranks of one communicator on the same GPU: one rank per GPU, each on its own device "
              "(CUDA_VISIBLE_DEVICES or cudaSetDevice(LOCAL_RANK))";
+    case FailureKind::kRemoteError:
+      return "a peer's process exited or the network to it failed: find the rank that died first, its own error";
   }
   return "";
 }

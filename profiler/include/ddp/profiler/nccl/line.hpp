@@ -102,10 +102,14 @@ enum class FailureKind {
   kUnhandledCudaError,
   kTimeout,
   kNoIbDevice,
-  kDuplicateGpu
+  kDuplicateGpu,
+  kRemoteError
 };
 std::string_view failureKindName(FailureKind kind);
 std::optional<FailureKind> classifyFailure(std::string_view message);
+// A line of PyTorch's ProcessGroupNCCL between NCCL's own (no NCCL prefix): its watchdog's
+// timeout ("Watchdog caught collective operation timeout"), a DistBackendError's ncclRemoteError.
+std::optional<FailureKind> classifyTorchNcclLine(std::string_view line);
 
 // The number in "key N" (first occurrence, whole word) or nullopt.
 std::optional<int64_t> numberAfter(std::string_view text, std::string_view key);

@@ -66,6 +66,7 @@ std::vector<InstanceFamily> parseCatalog() {
     for (const auto& [key, size] : f.at("sizes").items()) family.sizes.push_back(parseSize(key, size));
     family.sources = f.at("sources").get<std::map<std::string, std::string>>();
     family.notes = stringOr(f, "notes");
+    family.suffixAfterQualifier = optional<bool>(f, "suffix_after_qualifier").value_or(false);
     out.push_back(std::move(family));
   }
   return out;
@@ -211,14 +212,16 @@ std::string InstanceFamily::linkClass() const {
   return findLink(intraLink).kind;
 }
 
-// The family's own "-vws"/"-tee" follows its token or, for vgn6i-vws, the -mM qualifier.
+// The family's own "-vws"/"-tee" follows its token, or the qualifier where the vendor writes it so
+// (suffix_after_qualifier: ecs.vgn6i-m4-vws.xlarge).
 std::string typeName(const InstanceFamily& f, const std::string& key) {
   const auto dot = key.find('.');
   if (dot == std::string::npos) return fmt::format("ecs.{}.{}", f.family, key);
   const std::string qualifier = key.substr(0, dot), size = key.substr(dot + 1);
-  const bool vwsLast = f.family == "vgn6i-vws";
-  const std::string base = vwsLast ? "vgn6i" : f.family;
-  return fmt::format("ecs.{}-{}{}.{}", base, qualifier, vwsLast ? "-vws" : "", size);
+  const auto dash = f.family.find('-');
+  if (!f.suffixAfterQualifier || dash == std::string::npos)
+    return fmt::format("ecs.{}-{}.{}", f.family, qualifier, size);
+  return fmt::format("ecs.{}-{}{}.{}", f.family.substr(0, dash), qualifier, f.family.substr(dash), size);
 }
 
 namespace {
@@ -306,6 +309,17 @@ std::optional<double> shareOf(const std::string& share) {
   return std::stod(share.substr(0, slash)) / std::stod(share.substr(slash + 1));
 }
 
+// The documents the family's sources cite ("S1" -> its title and address).
+nlohmann::json sourceDocuments(const InstanceFamily& f) {
+  static const std::regex key(R"(\bS[0-9]+\b)");
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [figure, source] : f.sources)
+    for (auto it = std::sregex_iterator(source.begin(), source.end(), key); it != std::sregex_iterator(); ++it)
+      if (const auto doc = instanceSources().find(it->str()); doc != instanceSources().end())
+        out[doc->first] = doc->second;
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json toJson(const Instance& i) {
@@ -335,6 +349,7 @@ nlohmann::json toJson(const Instance& i) {
           {"rdma", rdma},
           {"network_gbps", s ? orNull(s->networkGbps) : nlohmann::json(nullptr)},
           {"sources", f.sources},
+          {"source_documents", sourceDocuments(f)},
           {"notes", orNull(f.notes)}};
 }
 

@@ -40,6 +40,7 @@ struct InstanceFamily {
   std::vector<InstanceSize> sizes;
   std::map<std::string, std::string> sources;  // figure -> its source (keys S1... in the catalog)
   std::string notes;
+  bool suffixAfterQualifier = false;  // its -vws after -mM in a type's name (vgn6i-vws)
   // nvlink, nvswitch or pcie, from the link; "" where unknown.
   std::string linkClass() const;
 };

@@ -199,3 +199,18 @@ TEST_CASE("18 PyTorch's watchdog timeout among NCCL's lines is a timeout", "[pro
                               "call failed possibly due to a network error or a remote process exiting prematurely.") ==
         FailureKind::kRemoteError);
 }
+
+TEST_CASE("19 lines behind two nested Ray prefixes", "[profiler][fixtures]") {
+  auto f = fixture("19-fastsafetensors36-nested-ray-prefixes-mnnvl.log");
+  CHECK(f.linesRecognised == 7);
+  CHECK(f.hosts == Strings{"spark2"});
+  CHECK(f.nranks == 2);
+  CHECK(f.nnodes == 2);
+}
+
+TEST_CASE("20 PyTorch's remote error behind a Ray prefix names the NCCL version too", "[profiler][fixtures]") {
+  auto f = fixture("20-openrlhf621-ray-repeated-torch-remote-error.log");
+  CHECK(f.failureKinds == std::set<FailureKind>{FailureKind::kRemoteError});
+  CHECK(f.ncclVersion == "2.21.5");
+  CHECK(f.linesRecognised == 1);
+}

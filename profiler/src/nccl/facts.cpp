@@ -58,19 +58,23 @@ void NcclFactsBuilder::addLine(std::string_view line) {
     addMessage(*parsed);
     return;
   }
-  // Lines with no prefix at all: the bare version line, and COLL records whose prefix another
-  // writer's output displaced.
+  // Lines with no prefix at all: the bare version line, COLL records whose prefix another
+  // writer's output displaced, and PyTorch's ProcessGroupNCCL errors among NCCL's lines (which
+  // may name the NCCL version too).
+  bool recognised = false;
   if (auto version = parseVersion(line)) {
-    ++facts_.linesRecognised;
+    recognised = true;
     facts_.ncclVersion = std::string(version->nccl);
     if (!version->cuda.empty()) facts_.cudaVersion = std::string(version->cuda);
   } else if (auto coll = parseCollSummary(line)) {
-    ++facts_.linesRecognised;
+    recognised = true;
     addColl(*coll);
-  } else if (auto failure = classifyTorchNcclLine(line)) {  // PyTorch's lines among NCCL's
-    ++facts_.linesRecognised;
+  }
+  if (auto failure = classifyTorchNcclLine(line)) {
+    recognised = true;
     facts_.failureKinds.insert(*failure);
   }
+  if (recognised) ++facts_.linesRecognised;
 }
 
 void NcclFactsBuilder::addMessage(const NcclLine& l) {

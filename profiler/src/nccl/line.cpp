@@ -502,7 +502,8 @@ std::optional<FailureKind> classifyFailure(std::string_view m) {
 
 std::optional<FailureKind> classifyTorchNcclLine(std::string_view line) {
   if (contains(line, "Watchdog caught collective operation timeout")) return FailureKind::kTimeout;
-  if (contains(line, "ncclRemoteError")) return FailureKind::kRemoteError;
+  if (contains(line, "ncclRemoteError") || contains(line, "remote process exited or there was a network error"))
+    return FailureKind::kRemoteError;
   return std::nullopt;
 }
 

@@ -196,6 +196,15 @@ TEST_CASE("network selection and its fallbacks", "[profiler][parser]") {
         std::nullopt);
 }
 
+TEST_CASE("an edge whose prefix a logger split onto the line before is still an edge", "[profiler][parser]") {
+  auto f = factsOf({"node-a:1066:1090 [3] NCCL INFO ", "Channel 00/0 : 3[3] -> 11[3] [send] via NET/IB/3/GDRDMA",
+                    "Ring 01 : 2 -> 3 via P2P/IPC"});
+  CHECK(f.edges.count({3, 11, static_cast<int>(TransportClass::kNetIb)}) == 1);
+  CHECK(f.edges.count({2, 3, static_cast<int>(TransportClass::kP2P)}) == 1);
+  CHECK(f.linesRecognised == 3);
+  CHECK(factsOf({"Channel 5 of the TV: tonight"}).edges.empty());  // not every "Channel" is an edge
+}
+
 TEST_CASE("env overrides, init lines, init timings, COLL records, return-code trails", "[profiler][parser]") {
   auto env = parseEnvOverride("NCCL_IB_DISABLE set by environment to 1.");
   REQUIRE(env);

@@ -58,9 +58,9 @@ void NcclFactsBuilder::addLine(std::string_view line) {
     addMessage(*parsed);
     return;
   }
-  // Lines with no prefix at all: the bare version line, COLL records whose prefix another
-  // writer's output displaced, and PyTorch's ProcessGroupNCCL errors among NCCL's lines (which
-  // may name the NCCL version too).
+  // Lines with no prefix at all: the bare version line, COLL records and edges whose prefix
+  // another writer's output displaced or a logger split off, and PyTorch's ProcessGroupNCCL errors among NCCL's lines
+  // (which may name the NCCL version too).
   bool recognised = false;
   if (auto version = parseVersion(line)) {
     recognised = true;
@@ -69,6 +69,9 @@ void NcclFactsBuilder::addLine(std::string_view line) {
   } else if (auto coll = parseCollSummary(line)) {
     recognised = true;
     addColl(*coll);
+  } else if (auto edge = parseEdge(line)) {  // an edge whose prefix a logger split onto a line of its own
+    recognised = true;
+    addEdge(*edge);
   }
   if (auto failure = classifyTorchNcclLine(line)) {
     recognised = true;

@@ -214,3 +214,14 @@ TEST_CASE("20 PyTorch's remote error behind a Ray prefix names the NCCL version 
   CHECK(f.ncclVersion == "2.21.5");
   CHECK(f.linesRecognised == 1);
 }
+
+TEST_CASE("21 NVLS from its communicator and channels, with no edge line", "[profiler][fixtures]") {
+  auto f = fixture("21-nccl1609-h800-nvls-comm-channels.log");
+  CHECK(f.transports == std::set<TransportClass>{TransportClass::kNvls});
+  CHECK(f.edges.empty());
+  CHECK(f.linesRecognised == 10);
+  // "0 nvls channels" is no NVLS.
+  auto none = readNcclLogs({std::string(DDP_TEST_DATA_DIR) +
+                            "/nccl-logs/13-nccltests284-table-header-interleaved-init-timings-dash-form.log"});
+  CHECK(none.transports.count(TransportClass::kNvls) == 0);
+}

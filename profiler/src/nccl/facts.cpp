@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace ddp::profiler {
 namespace {
@@ -148,6 +149,16 @@ bool NcclFactsBuilder::addSetting(std::string_view m) {
 void NcclFactsBuilder::addInitFacts(const NcclLine& l) {
   auto& f = facts_;
   const std::string_view m = l.message;
+  // NVLS (NVLink SHARP) carries collectives without an edge line of its own: NCCL says so by its
+  // NVLS channels ("16 coll channels, 0 collnet channels, 16 nvls channels, ...") and the NVLS
+  // communicator it sets up ("NVLS comm 0x... headRank 3 nHeads 4 ...").
+  if (startsWith(m, "NVLS comm ")) transports_ |= 1u << static_cast<unsigned>(TransportClass::kNvls);
+  if (const size_t at = m.find(" nvls channels"); at != std::string_view::npos) {
+    size_t b = at;
+    while (b > 0 && m[b - 1] >= '0' && m[b - 1] <= '9') --b;
+    if (b < at && std::strtol(std::string(m.substr(b, at - b)).c_str(), nullptr, 10) > 0)
+      transports_ |= 1u << static_cast<unsigned>(TransportClass::kNvls);
+  }
   if (startsWith(m, "Init timings")) {
     InitTiming t;
     t.rank = static_cast<int>(numberAfter(m, "rank").value_or(-1));

@@ -40,28 +40,26 @@ py=${PY:-/usr/bin/python3}  # the Python, and so the torch, the scripts run on
 # json FILE EXPR: EXPR evaluated with the file's JSON as r.
 json() { "$py" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
 # profiled NAME [ddprun options] -- SCRIPT ARGS: a profiled run into run-NAME; its exit code in rc-NAME.
+# Run once more if a rank was aborted at exit by torch 2.13 itself: after the script's last line,
+# "terminate called without an active exception" (SIGABRT, exit 134), a thread of c10d's left
+# joinable as the interpreter shuts down. It happens now and then with --no-instrument as well, in
+# a script that never imports ddprun; twice in a row fails.
 profiled() {
   local name=$1
   shift
-  local opts=()
+  local opts=() attempt rc
   while [[ $1 != -- ]]; do opts+=("$1"); shift; done
   shift
-  local rc=0
-  "$DDPRUN" --profile --output quiet --log-level error "${opts[@]}" --run-dir "run-$name" -- "$py" "$@" \
-    >"out-$name.txt" 2>&1 || rc=$?
+  for attempt in 1 2; do
+    rc=0
+    ((attempt == 1)) || rm -rf "run-$name"
+    "$DDPRUN" --profile --output quiet --log-level error "${opts[@]}" --run-dir "run-$name" -- "$py" "$@" \
+      >"out-$name.txt" 2>&1 || rc=$?
+    [[ $rc == 134 ]] && grep -q '^terminate called without an active exception' run-"$name"/ranks/*.log 2>/dev/null &&
+      ((attempt == 1)) || break
+    echo "note: $name: a rank aborted at exit in torch's own shutdown (exit 134); run once more"
+  done
   echo "$rc" >"rc-$name"
-}
-# profiled_again NAME ...: profiled, and run once more if a rank was aborted at exit by torch 2.13
-# itself: after the script's last line, "terminate called without an active exception" (SIGABRT,
-# exit 134), a thread of c10d's left joinable as the interpreter shuts down. It happens now and
-# then with --no-instrument as well, in a script that never imports ddprun; twice in a row fails.
-profiled_again() {
-  profiled "$@"
-  [[ $(cat "rc-$1") == 134 ]] && grep -q '^terminate called without an active exception' run-"$1"/ranks/*.log ||
-    return 0
-  echo "note: $1: a rank aborted at exit in torch's own shutdown (exit 134); run once more"
-  rm -rf "run-$1"
-  profiled "$@"
 }
 # A rank's output without the lines that differ from run to run anyway: torch's log lines, which
 # carry the time (glog's in 1.13; in 2.x "[rank0]:[W1204 03:53:10.478961470 file:line]" from C++
@@ -86,8 +84,8 @@ first_finding() { json "run-$1/report.json" '[f["kind"] for f in r["findings"] i
 followed() {
   local name=$1 np=$2
   shift 2
-  profiled_again "$name-off" --no-instrument --timeout 120 --oversubscribe -np "$np" -- "$@"
-  profiled_again "$name" --timeout 120 --oversubscribe -np "$np" -- "$@"
+  profiled "$name-off" --no-instrument --timeout 120 --oversubscribe -np "$np" -- "$@"
+  profiled "$name" --timeout 120 --oversubscribe -np "$np" -- "$@"
   [[ $(cat "rc-$name") == 0 && $(cat "rc-$name-off") == 0 ]] ||
     { tail -n 40 "out-$name.txt" "out-$name-off.txt"; cat run-"$name"*/ranks/*.stacks.txt 2>/dev/null | head -n 150
       fail "$name: exit $(cat "rc-$name") / $(cat "rc-$name-off")"; }

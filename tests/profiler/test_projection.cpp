@@ -181,7 +181,9 @@ TEST_CASE("a target that is wrong is named with what is wrong and the nearest va
     CHECK_THROWS_WITH(parseTarget(target, 2), Contains(message));
   };
   fails("ecs.gn8i-c16g1.16xlarge", "unknown family 'gn8i' (did you mean gn8is?");
-  fails("ecs.vgn6i-m4.xlarge", "is a vGPU slice (1/4 of an NVIDIA T4), not a projection target");
+  fails("ecs.vgn6i-m4.xlarge",
+        "is a vGPU slice (1/4 of an NVIDIA T4), not a projection target: DDP ranks need whole "
+        "GPUs (one whole NVIDIA T4: ecs.gn6i-c4g1.xlarge)");
   fails("hosts=1,instance=ecs.sgn7i-vws-m2.xlarge,gpus=1", "is a vGPU slice");
   fails("ecs.gn8t.xlarge", "gn8t is known only by name");
   fails("ecs.gn7s-c32g1.32xlarge", "the link between gn7s's GPUs is not published");

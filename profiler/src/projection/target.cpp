@@ -126,14 +126,27 @@ double parseBandwidth(const std::string& text, const std::string& what) {
 
 namespace {
 
+// The catalog's smallest whole-GPU type with this GPU ("" if none).
+std::string wholeGpuType(const std::string& gpu) {
+  if (gpu.empty()) return "";
+  for (const auto& f : instanceCatalog())
+    if (f.kind == "gpu" && f.gpu == gpu)
+      for (const auto& s : f.sizes)
+        if (s.gpus == 1) return typeName(f, s.key);
+  return "";
+}
+
 // An instance as a target: whole GPUs of a published family.
 void checkTargetInstance(const Instance& instance, const std::string& where) {
   const auto& f = instance.family;
-  if (instance.vgpu())
+  if (instance.vgpu()) {
+    const std::string whole = wholeGpuType(f.gpu);
     throw ConfigError(fmt::format(
-        "{}: {} is a vGPU slice ({} of an {}), not a projection target: DDP ranks need whole GPUs (e.g. {})", where,
-        instance.name, instance.size ? instance.size->gpuShare : "a share", f.gpu,
-        f.gpu == "NVIDIA A10" ? "ecs.gn7i-c8g1.2xlarge" : "ecs.gn6i-c4g1.xlarge"));
+        "{}: {} is a vGPU slice ({} of an {}), not a projection target: DDP ranks need "
+        "whole GPUs{}",
+        where, instance.name, instance.size ? instance.size->gpuShare : "a share",
+        f.gpu.empty() ? "unnamed GPU" : f.gpu, whole.empty() ? "" : fmt::format(" (one whole {}: {})", f.gpu, whole)));
+  }
   if (f.kind == "unpublished")
     throw ConfigError(
         fmt::format("{}: {} is known only by name (no published GPU, count or links): give the shape, "

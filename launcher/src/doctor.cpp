@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -301,13 +302,16 @@ std::vector<Check> erdmaChecks(const std::string& sys, const Environment& enviro
   // NCCL drives eRDMA as IB verbs: nothing may turn the IB transport off or steer it elsewhere.
   const std::string hca = var("NCCL_IB_HCA"), disable = var("NCCL_IB_DISABLE"), net = var("NCCL_NET");
   const std::string pai = "NCCL_IB_HCA=erdma NCCL_SOCKET_IFNAME=eth0 NCCL_IB_GID_INDEX=1 NCCL_NET_PLUGIN=none";
-  if (disable == "1" || (!net.empty() && net != "IB"))
+  // NCCL_IB_HCA lists the devices to use, or with a leading ^ those to leave out (NCCL's rule).
+  const bool hcaExcludes = !hca.empty() && hca[0] == '^';
+  const bool hcaLeavesOut = !hca.empty() && (hca.find("erdma") == std::string::npos) != hcaExcludes;
+  if (disable == "1" || (!net.empty() && strcasecmp(net.c_str(), "IB") != 0))
     out.push_back({"eRDMA: NCCL transport", CheckStatus::kWarn,
                    fmt::format("{} present, but {}: NCCL uses TCP sockets between hosts", names,
                                disable == "1" ? "NCCL_IB_DISABLE=1" : "NCCL_NET=" + net),
                    fmt::format("unset {} and set {} (Alibaba PAI's settings)",
                                disable == "1" ? "NCCL_IB_DISABLE" : "NCCL_NET", pai)});
-  else if (!hca.empty() && hca.find("erdma") == std::string::npos)
+  else if (hcaLeavesOut)
     out.push_back({"eRDMA: NCCL transport", CheckStatus::kWarn,
                    fmt::format("{} present, but NCCL_IB_HCA={} leaves them out", names, hca),
                    "NCCL_IB_HCA=erdma (or the devices by name: " + names + ")"});

@@ -113,6 +113,12 @@ TEST_CASE("doctor: eRDMA devices, what turns them off, the interface and the MTU
              Catch::StartsWith("warn") && Catch::Contains("NCCL_IB_DISABLE=1"));
   CHECK_THAT(status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_IB_HCA", "mlx5")), "eRDMA: NCCL transport"),
              Catch::Contains("NCCL_IB_HCA=mlx5 leaves them out"));
+  CHECK_THAT(status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_IB_HCA", "^mlx5")), "eRDMA: NCCL transport"),
+             Catch::StartsWith("pass"));  // leaves out mlx5 only
+  CHECK_THAT(status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_IB_HCA", "^erdma")), "eRDMA: NCCL transport"),
+             Catch::Contains("leaves them out"));
+  CHECK_THAT(status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_NET", "ib")), "eRDMA: NCCL transport"),
+             Catch::StartsWith("info"));
   CHECK_THAT(
       status(ddp::launcher::erdmaChecks(sys.string(), one("NCCL_SOCKET_IFNAME", "ib")), "eRDMA: NCCL_SOCKET_IFNAME"),
       Catch::StartsWith("warn: ib selects no interface"));

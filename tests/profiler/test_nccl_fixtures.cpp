@@ -225,3 +225,20 @@ TEST_CASE("21 NVLS from its communicator and channels, with no edge line", "[pro
                             "/nccl-logs/13-nccltests284-table-header-interleaved-init-timings-dash-form.log"});
   CHECK(none.transports.count(TransportClass::kNvls) == 0);
 }
+
+TEST_CASE("22 CollNet over SHARP, and SHARP's tree lock failing", "[profiler][fixtures]") {
+  auto f = fixture("22-nccl1219-collnet-sharp-tree-lock-failed.log");
+  CHECK(f.transports == std::set<TransportClass>{TransportClass::kCollNet});
+  CHECK(f.failureKinds.count(FailureKind::kCollNetFailed) == 1);
+  CHECK(f.warnLines == 1);
+  CHECK(f.returnCodes.count(2) == 1);
+  CHECK(f.hosts == Strings{"node"});
+}
+
+TEST_CASE("23 SHARP init error and CollNet's fallback to point-to-point", "[profiler][fixtures]") {
+  auto f = fixture("23-nccl1050-sharp-init-error-collnet-fallback.log");
+  CHECK(f.failureKinds == std::set<FailureKind>{FailureKind::kCollNetFailed});
+  CHECK(f.warnLines == 2);
+  CHECK(f.transports == std::set<TransportClass>{TransportClass::kNvls});
+  CHECK(f.hosts == Strings{"ib-vm-40", "ib-vm-41", "ib-vm-43", "ib-vm-52"});
+}

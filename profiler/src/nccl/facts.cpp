@@ -153,6 +153,9 @@ void NcclFactsBuilder::addInitFacts(const NcclLine& l) {
   // NVLS channels ("16 coll channels, 0 collnet channels, 16 nvls channels, ...") and the NVLS
   // communicator it sets up ("NVLS comm 0x... headRank 3 nHeads 4 ...").
   if (startsWith(m, "NVLS comm ")) transports_ |= 1u << static_cast<unsigned>(TransportClass::kNvls);
+  // CollNet's connections name one rank: "CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA".
+  if (startsWith(m, "CollNet ") && contains(m, " via COLLNET/"))
+    transports_ |= 1u << static_cast<unsigned>(TransportClass::kCollNet);
   if (const size_t at = m.find(" nvls channels"); at != std::string_view::npos) {
     size_t b = at;
     while (b > 0 && m[b - 1] >= '0' && m[b - 1] <= '9') --b;

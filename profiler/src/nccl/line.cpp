@@ -477,6 +477,8 @@ std::string_view failureKindName(FailureKind kind) {
       return "duplicate_gpu";
     case FailureKind::kRemoteError:
       return "remote_error";
+    case FailureKind::kCollNetFailed:
+      return "collnet_failed";
   }
   return "?";
 }
@@ -495,6 +497,9 @@ std::optional<FailureKind> classifyFailure(std::string_view m) {
   if (contains(m, "NET/IB : No device found")) return FailureKind::kNoIbDevice;
   if (contains(m, "Duplicate GPU detected")) return FailureKind::kDuplicateGpu;
   if (contains(m, "ncclRemoteError") || contains(m, "remote process exited")) return FailureKind::kRemoteError;
+  if (contains(m, "Cannot initialize CollNet") ||
+      (contains(m, "SHARP") && (contains(m, "failed") || contains(m, "error"))))
+    return FailureKind::kCollNetFailed;
   if (contains(m, "Watchdog caught collective operation timeout") || contains(m, "timed out") || contains(m, "Timeout"))
     return FailureKind::kTimeout;
   return std::nullopt;

@@ -31,6 +31,9 @@ std::string_view meaning(FailureKind kind) {
              "(CUDA_VISIBLE_DEVICES or cudaSetDevice(LOCAL_RANK))";
     case FailureKind::kRemoteError:
       return "a peer's process exited or the network to it failed: find the rank that died first, its own error";
+    case FailureKind::kCollNetFailed:
+      return "CollNet (SHARP in-network reduction) could not be set up: NCCL goes on point-to-point; check the "
+             "switches' SHARP support, the sharp plugin and its aggregation manager";
   }
   return "";
 }

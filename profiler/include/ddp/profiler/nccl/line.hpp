@@ -103,7 +103,8 @@ enum class FailureKind {
   kTimeout,
   kNoIbDevice,
   kDuplicateGpu,
-  kRemoteError
+  kRemoteError,
+  kCollNetFailed
 };
 std::string_view failureKindName(FailureKind kind);
 std::optional<FailureKind> classifyFailure(std::string_view message);

@@ -7,6 +7,7 @@
 #include "ddp/launcher/process.hpp"
 #include "ddp/profiler/projection/instances.hpp"
 #include "probe.hpp"
+#include "procfs.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,7 +18,6 @@
 #include <unistd.h>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace ddp::launcher {
@@ -254,11 +254,10 @@ Check instanceCheck(const profiler::Instance& expected, int gpuCount) {
 
 namespace {
 
+// A one-line sysfs file's value, "" when it cannot be read.
 std::string readLine(const fs::path& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+  const std::string text = procfs::readSmallFile(path.string()).value_or("");
+  return text.substr(0, text.find('\n'));
 }
 
 // The interfaces NCCL_SOCKET_IFNAME selects: a comma list of prefixes, "=" for exact names, "^" to

@@ -12,12 +12,10 @@
 #include <sstream>
 
 namespace ddp::launcher::procfs {
-namespace {
 
-// The whole of a small file (/proc files report no size), or "" when it cannot be read.
-std::string slurp(const std::string& path, size_t limit = 1 << 16) {
+std::optional<std::string> readSmallFile(const std::string& path, size_t limit) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
+  if (fd < 0) return std::nullopt;
   std::string out;
   char buf[4096];
   ssize_t n;
@@ -25,6 +23,11 @@ std::string slurp(const std::string& path, size_t limit = 1 << 16) {
   ::close(fd);
   return out;
 }
+
+namespace {
+
+// readSmallFile, "" when the file cannot be read.
+std::string slurp(const std::string& path, size_t limit = 1 << 16) { return readSmallFile(path, limit).value_or(""); }
 
 std::vector<std::string> numericEntries(const std::string& dir) {
   std::vector<std::string> out;

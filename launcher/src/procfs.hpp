@@ -12,6 +12,10 @@
 
 namespace ddp::launcher::procfs {
 
+// The whole of a small file (/proc and /sys files report no size), up to `limit` bytes; none when
+// it cannot be opened.
+std::optional<std::string> readSmallFile(const std::string& path, size_t limit = 1 << 16);
+
 struct ProcStat {
   int pid = 0;
   std::string comm;

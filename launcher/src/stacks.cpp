@@ -1,6 +1,7 @@
 #include "stacks.hpp"
 
 #include "ddp/launcher/process.hpp"
+#include "procfs.hpp"
 
 #include <fmt/format.h>
 
@@ -8,21 +9,13 @@
 #include <cstdlib>
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 namespace ddp::launcher {
 namespace {
 
 std::string slurp(const std::string& path) {
-  std::string text;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "(unreadable)";
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return text;
+  return procfs::readSmallFile(path, std::string::npos).value_or("(unreadable)");
 }
 
 std::string procStacks(pid_t pid) {

@@ -100,17 +100,18 @@ std::string joined(const std::vector<std::string>& names) {
 }
 
 // The entry of `items` whose key(item) is `name` (case-insensitive), else ConfigError:
-// "<what>: unknown <noun> '<name>' (did you mean X? known: ...)".
+// "<what>: unknown <noun> '<name>' (did you mean X? known: ...)", or `instead` of the list of the
+// known ones where it is too long for a line.
 template <typename T, typename Key>
 const T& findNamed(const std::vector<T>& items, const std::string& name, Key key, const std::string& what,
-                   const char* noun) {
+                   const char* noun, const char* instead = nullptr) {
   std::vector<std::string> known;
   for (const auto& item : items) {
     if (lower(key(item)) == lower(name)) return item;
     known.push_back(key(item));
   }
-  throw ConfigError(fmt::format("{}: unknown {} '{}' (did you mean {}? known: {})", what, noun, name,
-                                nearestName(name, known), joined(known)));
+  throw ConfigError(fmt::format("{}: unknown {} '{}' (did you mean {}? {})", what, noun, name, nearestName(name, known),
+                                instead ? instead : "known: " + joined(known)));
 }
 
 std::vector<GpuSpec> parseGpus() {
@@ -227,13 +228,9 @@ std::string typeName(const InstanceFamily& f, const std::string& key) {
 namespace {
 
 const InstanceFamily& familyNamed(const std::string& family, const std::string& name) {
-  std::vector<std::string> known;
-  for (const auto& f : instanceCatalog()) {
-    if (f.family == family) return f;
-    known.push_back(f.family);
-  }
-  throw ConfigError(fmt::format("instance '{}': unknown family '{}' (did you mean {}? `ddprof instances` lists them)",
-                                name, family, nearestName(family, known)));
+  return findNamed(
+      instanceCatalog(), family, [](const InstanceFamily& f) { return f.family; }, fmt::format("instance '{}'", name),
+      "family", "`ddprof instances` lists them");
 }
 
 InstanceSize sizeNamed(const InstanceFamily& f, const std::string& key, const std::string& name) {

@@ -5,6 +5,7 @@
 #include "ddp/common/json_text.hpp"
 #include "ddp/common/net.hpp"
 #include "ddp/launcher/process.hpp"
+#include "ddp/profiler/nccl/line.hpp"
 #include "ddp/profiler/projection/instances.hpp"
 #include "probe.hpp"
 #include "procfs.hpp"
@@ -121,6 +122,15 @@ std::vector<Check> softwareChecks(const Environment& environment, int gpuCount, 
   return out;
 }
 
+// The RDMA devices under sys/class/infiniband, in the directory's order.
+std::vector<std::string> rdmaDevices(const fs::path& sys) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(sys / "class/infiniband", ec))
+    out.push_back(e.path().filename().string());
+  return out;
+}
+
 std::vector<Check> systemChecks() {
   std::vector<Check> out;
   std::string ifs;
@@ -135,10 +145,8 @@ std::vector<Check> systemChecks() {
 
   std::string rdma;
   bool erdma = false;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/sys/class/infiniband", ec)) {
-    const auto name = e.path().filename().string();
-    erdma = erdma || name.rfind("erdma", 0) == 0;
+  for (const auto& name : rdmaDevices("/sys")) {
+    erdma = erdma || profiler::isErdmaDevice(name);
     rdma += (rdma.empty() ? "" : ", ") + name;
   }
   if (rdma.empty())
@@ -289,9 +297,8 @@ std::vector<std::string> selectedInterfaces(const fs::path& net, const std::stri
 
 std::vector<Check> erdmaChecks(const std::string& sys, const Environment& environment) {
   std::vector<std::string> devices;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(sys) / "class/infiniband", ec))
-    if (e.path().filename().string().rfind("erdma", 0) == 0) devices.push_back(e.path().filename().string());
+  for (auto& name : rdmaDevices(sys))
+    if (profiler::isErdmaDevice(name)) devices.push_back(std::move(name));
   if (devices.empty()) return {};
   std::sort(devices.begin(), devices.end());
   std::string names;

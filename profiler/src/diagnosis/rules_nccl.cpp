@@ -1,6 +1,5 @@
 // Rules on what the NCCL logs say: errors, the transport between hosts and within a host, GDR,
 // init time.
-#include "ddp/common/error.hpp"
 #include "ddp/common/run_layout.hpp"
 #include "ddp/profiler/projection/instances.hpp"
 #include "diagnosis/rules.hpp"
@@ -21,17 +20,12 @@ std::string ncclCommand(const RunData& run) { return "ddprof nccl " + RunLayout(
 std::string erdmaEvidence(const RunData& run) {
   const auto& n = *run.nccl;
   for (const auto& d : n.ibDevices)
-    if (d.rfind("erdma", 0) == 0) return fmt::format("NCCL found {}", d);
+    if (isErdmaDevice(d)) return fmt::format("NCCL found {}", d);
   if (const auto hca = n.envOverrides.find("NCCL_IB_HCA");
       hca != n.envOverrides.end() && hca->second.find("erdma") != std::string::npos)
     return "NCCL_IB_HCA=" + hca->second;
-  if (run.instance.empty()) return "";
-  try {
-    const auto instance = decodeInstance(run.instance);
-    if (instance.family.erdma.value_or(false)) return fmt::format("{} has eRDMA (ERI)", instance.name);
-  } catch (const ConfigError&) {
-  }
-  return "";
+  const auto instance = recordedInstance(run.instance);
+  return instance && instance->family.erdma.value_or(false) ? fmt::format("{} has eRDMA (ERI)", instance->name) : "";
 }
 
 }  // namespace

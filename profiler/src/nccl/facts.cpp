@@ -351,8 +351,8 @@ NcclFacts NcclFactsBuilder::finish() const {
   }
   // eRDMA is NCCL's IB transport on erdma_* devices (its link layer printed as RoCE): only the
   // device name tells it from Mellanox RoCE.
-  if (f.network == "IB" && std::any_of(f.ibDevices.begin(), f.ibDevices.end(),
-                                       [](const std::string& d) { return d.rfind("erdma", 0) == 0; }))
+  if (f.network == "IB" &&
+      std::any_of(f.ibDevices.begin(), f.ibDevices.end(), [](const std::string& d) { return isErdmaDevice(d); }))
     f.network = "IB (eRDMA)";
   for (const auto& [key, e] : f.edges)
     if (e.transport == TransportClass::kNetOther) f.netPlugins.insert(transportName(e.transport, e.via).substr(4));

@@ -278,6 +278,19 @@ Instance decodeInstance(const std::string& given) {
       given));
 }
 
+std::optional<Instance> recordedInstance(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  try {
+    return decodeInstance(name);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
+}
+
+std::string deviceName(const InstanceFamily& family) {
+  return family.gpu.empty() ? "the unnamed GPU of " + family.family : family.gpu;
+}
+
 std::vector<Instance> catalogInstances() {
   std::vector<Instance> out;
   for (const auto& f : instanceCatalog()) {

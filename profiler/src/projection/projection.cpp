@@ -55,12 +55,7 @@ double latencyMs(const Shape& s) {
 bool isGpu(const std::string& device) { return device != "cpu"; }
 
 std::string runDevice(const RunData& run) {
-  if (!run.instance.empty()) {
-    try {
-      return decodeInstance(run.instance).family.gpu;
-    } catch (const ConfigError&) {
-    }
-  }
+  if (const auto instance = recordedInstance(run.instance)) return deviceName(instance->family);
   for (const auto& [rank, source] : run.sources)
     if (source.device.rfind("cuda", 0) == 0) return "GPU";
   if (commandOption(run.command, "--backend").value_or("") == "nccl" || (run.nccl && run.nccl->edgeLines > 0))
@@ -72,15 +67,9 @@ std::string runDevice(const RunData& run) {
 Shape runShape(const RunData& run, int ranks, const std::string& device) {
   Shape s{ranks, std::max<int>(1, static_cast<int>(run.hosts.size())), "loopback", "socket"};
   if (isGpu(device)) {
-    bool nvlink = false;
-    if (!run.instance.empty()) {
-      try {
-        const std::string link = decodeInstance(run.instance).family.linkClass();
-        nvlink = link == "nvlink" || link == "nvswitch";
-      } catch (const ConfigError&) {
-      }
-    }
-    s.intraKind = nvlink ? "nvlink" : "pcie";
+    const auto instance = recordedInstance(run.instance);
+    const std::string link = instance ? instance->family.linkClass() : "";
+    s.intraKind = link == "nvlink" || link == "nvswitch" ? "nvlink" : "pcie";
     const std::string network = run.nccl && run.nccl->network ? lower(*run.nccl->network) : "";
     s.interKind = network == "ib (erdma)" ? "erdma" : network == "ib" ? "ib" : "socket";
   }
@@ -219,17 +208,13 @@ void runLink(const RunData& run, const std::optional<BenchFit>& fit, const Shape
         bench->second, bench->first, fit ? " past the latency" : "");
     return;
   }
-  if (!run.instance.empty() && source.hosts == 1) {
-    try {
-      const auto instance = decodeInstance(run.instance);
-      if (instance.family.intraLink.empty()) throw ConfigError("no published link");
-      const auto& link = findLink(instance.family.intraLink);
-      cal.linkGbps = link.gbytesPerS * collectiveModel().gpuLinkEfficiency;
-      cal.linkSource = fmt::format("the catalog's {} for {} x NCCL's efficiency: {}", link.link, instance.family.family,
-                                   link.source);
-      return;
-    } catch (const ConfigError&) {
-    }
+  if (const auto instance = recordedInstance(run.instance);
+      instance && source.hosts == 1 && !instance->family.intraLink.empty()) {
+    const auto& link = findLink(instance->family.intraLink);
+    cal.linkGbps = link.gbytesPerS * collectiveModel().gpuLinkEfficiency;
+    cal.linkSource =
+        fmt::format("the catalog's {} for {} x NCCL's efficiency: {}", link.link, instance->family.family, link.source);
+    return;
   }
   cal.linkSource =
       "unknown (no ddpbench result in the run directory, no catalog link): all of the measured time per "

@@ -193,7 +193,7 @@ Target parseTarget(const std::string& text, int sourceRanks) {
   auto fromInstance = [&](const Instance& instance) {
     checkTargetInstance(instance, where);
     t.instance = instance;
-    t.device = instance.family.gpu.empty() ? "the unnamed GPU of " + instance.family.family : instance.family.gpu;
+    t.device = deviceName(instance.family);
     t.deviceWhere = fmt::format("the GPU of {} in the catalog{}", instance.family.family,
                                 instance.family.gpu.empty() ? " (not named by the vendor)" : "");
   };

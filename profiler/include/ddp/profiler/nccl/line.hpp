@@ -51,6 +51,10 @@ std::optional<VersionInfo> parseVersion(std::string_view text);
 enum class TransportClass { kP2P, kShm, kNetIb, kNetSocket, kNetOther, kNvls, kCollNet };
 // P2P, SHM, NET/IB, NET/Socket, NET/<plugin>, NVLS, COLLNET
 std::string_view transportClassName(TransportClass c);
+// Whether an RDMA device is Alibaba Cloud's eRDMA: its name, "erdma_0" in sysfs, "erdma_0:1/RoCE" in
+// NCCL's NET/IB line, is all that tells it from Mellanox RoCE (both are Ethernet link layers).
+inline bool isErdmaDevice(std::string_view device) { return device.substr(0, 5) == "erdma"; }
+
 // An edge's transport as it prints itself: a network plugin by its own name ("NET/AWS Libfabric"
 // from "via NET/AWS Libfabric/1(2)/GDRDMA/Shared"), every other class by its class name.
 std::string transportName(TransportClass c, std::string_view via);

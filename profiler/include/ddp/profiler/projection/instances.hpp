@@ -101,6 +101,13 @@ Instance decodeInstance(const std::string& name);
 // ecs.vgn6i-m4-vws.xlarge).
 std::string typeName(const InstanceFamily& family, const std::string& sizeKey);
 
+// The instance a run recorded (run.json's, from ddprun --instance): none when it recorded none or
+// its name no longer decodes.
+std::optional<Instance> recordedInstance(const std::string& name);
+
+// The family's GPU as a device: its model, or "the unnamed GPU of <family>".
+std::string deviceName(const InstanceFamily& family);
+
 // Every type of the catalog (a family known only by name as itself), in its order.
 std::vector<Instance> catalogInstances();
 

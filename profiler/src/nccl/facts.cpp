@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace ddp::profiler {
 namespace {
@@ -97,6 +96,7 @@ void NcclFactsBuilder::addMessage(const NcclLine& l) {
   if (addSetting(m)) return;
   addInitFacts(l);
   addNetwork(m);
+  addEdgelessTransport(m);
 }
 
 // The bulk of a long log is COLL records and edges: they are dispatched on their first
@@ -146,22 +146,26 @@ bool NcclFactsBuilder::addSetting(std::string_view m) {
   return false;
 }
 
+// NVLS (NVLink SHARP) carries collectives without an edge line of its own: NCCL says so by the
+// NVLS communicator it sets up ("NVLS comm 0x... headRank 3 nHeads 4 ...") and its NVLS channels
+// ("16 coll channels, 0 collnet channels, 16 nvls channels, ..."). CollNet's connections name one
+// rank: "CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA".
+void NcclFactsBuilder::addEdgelessTransport(std::string_view m) {
+  if (m.empty()) return;
+  if (startsWith(m, "NVLS comm ")) see(TransportClass::kNvls);
+  if (startsWith(m, "CollNet ") && contains(m, " via COLLNET/")) see(TransportClass::kCollNet);
+  if (m[0] >= '0' && m[0] <= '9') {  // the channel counts' line starts with one
+    const size_t at = m.find(" nvls channels");
+    size_t b = at;
+    while (at != std::string_view::npos && b > 0 && m[b - 1] >= '0' && m[b - 1] <= '9') --b;
+    if (at != std::string_view::npos && b < at && m.substr(b, at - b).find_first_not_of('0') != std::string_view::npos)
+      see(TransportClass::kNvls);
+  }
+}
+
 void NcclFactsBuilder::addInitFacts(const NcclLine& l) {
   auto& f = facts_;
   const std::string_view m = l.message;
-  // NVLS (NVLink SHARP) carries collectives without an edge line of its own: NCCL says so by its
-  // NVLS channels ("16 coll channels, 0 collnet channels, 16 nvls channels, ...") and the NVLS
-  // communicator it sets up ("NVLS comm 0x... headRank 3 nHeads 4 ...").
-  if (startsWith(m, "NVLS comm ")) transports_ |= 1u << static_cast<unsigned>(TransportClass::kNvls);
-  // CollNet's connections name one rank: "CollNet 05/0 : 5 [receive] via COLLNET/SHARP/5/GDRDMA".
-  if (startsWith(m, "CollNet ") && contains(m, " via COLLNET/"))
-    transports_ |= 1u << static_cast<unsigned>(TransportClass::kCollNet);
-  if (const size_t at = m.find(" nvls channels"); at != std::string_view::npos) {
-    size_t b = at;
-    while (b > 0 && m[b - 1] >= '0' && m[b - 1] <= '9') --b;
-    if (b < at && std::strtol(std::string(m.substr(b, at - b)).c_str(), nullptr, 10) > 0)
-      transports_ |= 1u << static_cast<unsigned>(TransportClass::kNvls);
-  }
   if (startsWith(m, "Init timings")) {
     InitTiming t;
     t.rank = static_cast<int>(numberAfter(m, "rank").value_or(-1));
@@ -254,7 +258,7 @@ EdgeSummary& EdgeTable::at(int from, int to, TransportClass transport) {
 
 void NcclFactsBuilder::addEdge(const Edge& edge) {
   ++facts_.edgeLines;
-  transports_ |= 1u << static_cast<unsigned>(edge.transport);
+  see(edge.transport);
   auto& summary = edges_.at(edge.from, edge.to, edge.transport);
   if (summary.lines++ == 0) summary.via = std::string(edge.via);
   summary.gdr = summary.gdr || edge.gdr;
@@ -355,7 +359,7 @@ NcclFacts NcclFactsBuilder::finish() const {
       std::any_of(f.ibDevices.begin(), f.ibDevices.end(), [](const std::string& d) { return isErdmaDevice(d); }))
     f.network = "IB (eRDMA)";
   for (const auto& [key, e] : f.edges)
-    if (e.transport == TransportClass::kNetOther) f.netPlugins.insert(transportName(e.transport, e.via).substr(4));
+    if (e.transport == TransportClass::kNetOther) f.netPlugins.emplace(netName(e.via));
   // A plugin network that no "Using network" line named goes by the name its edges print.
   if (!f.network && f.netPlugins.size() == 1) f.network = *f.netPlugins.begin();
   bool netEdges = false, gdr = false;

@@ -248,10 +248,14 @@ std::optional<VersionInfo> parseVersion(std::string_view text) {
   return v;
 }
 
+std::string_view netName(std::string_view via) {
+  const auto rest = startsWith(via, "NET/") ? via.substr(4) : via;
+  return rest.substr(0, rest.find('/'));
+}
+
 std::string transportName(TransportClass c, std::string_view via) {
   if (c != TransportClass::kNetOther || !startsWith(via, "NET/")) return std::string(transportClassName(c));
-  const auto rest = via.substr(4);
-  return "NET/" + std::string(rest.substr(0, rest.find('/')));
+  return "NET/" + std::string(netName(via));
 }
 
 std::string_view transportClassName(TransportClass c) {
@@ -483,6 +487,11 @@ std::string_view failureKindName(FailureKind kind) {
   return "?";
 }
 
+// A peer's process gone or the network to it: NCCL's ncclRemoteError, as PyTorch prints it too.
+static bool remoteError(std::string_view m) {
+  return contains(m, "ncclRemoteError") || contains(m, "remote process exited");
+}
+
 std::optional<FailureKind> classifyFailure(std::string_view m) {
   if (contains(m, "Connection refused")) return FailureKind::kConnectionRefused;
   if (contains(m, "Connection timed out")) return FailureKind::kConnectionTimeout;
@@ -496,7 +505,7 @@ std::optional<FailureKind> classifyFailure(std::string_view m) {
     return FailureKind::kUnhandledCudaError;
   if (contains(m, "NET/IB : No device found")) return FailureKind::kNoIbDevice;
   if (contains(m, "Duplicate GPU detected")) return FailureKind::kDuplicateGpu;
-  if (contains(m, "ncclRemoteError") || contains(m, "remote process exited")) return FailureKind::kRemoteError;
+  if (remoteError(m)) return FailureKind::kRemoteError;
   if (contains(m, "Cannot initialize CollNet") ||
       (contains(m, "SHARP") && (contains(m, "failed") || contains(m, "error"))))
     return FailureKind::kCollNetFailed;
@@ -507,8 +516,7 @@ std::optional<FailureKind> classifyFailure(std::string_view m) {
 
 std::optional<FailureKind> classifyTorchNcclLine(std::string_view line) {
   if (contains(line, "Watchdog caught collective operation timeout")) return FailureKind::kTimeout;
-  if (contains(line, "ncclRemoteError") || contains(line, "remote process exited or there was a network error"))
-    return FailureKind::kRemoteError;
+  if (remoteError(line)) return FailureKind::kRemoteError;
   return std::nullopt;
 }
 

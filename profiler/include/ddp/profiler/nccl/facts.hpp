@@ -103,10 +103,12 @@ class NcclFactsBuilder {
   void addMessage(const NcclLine& line);
   bool addHotLine(std::string_view message);  // an edge or a COLL record: most of a long log
   void addWarning(const NcclLine& line, std::optional<FailureKind> failure);
-  bool addSetting(std::string_view message);  // an env override, the version, a return code
-  void addInitFacts(const NcclLine& line);    // ranks, nodes, init timings, Init COMPLETE
-  void addNetwork(std::string_view message);  // the network and devices NCCL uses
+  bool addSetting(std::string_view message);            // an env override, the version, a return code
+  void addInitFacts(const NcclLine& line);              // ranks, nodes, init timings, Init COMPLETE
+  void addNetwork(std::string_view message);            // the network and devices NCCL uses
+  void addEdgelessTransport(std::string_view message);  // NVLS and CollNet, which print no edges
   void addEdge(const Edge& edge);
+  void see(TransportClass t) { transports_ |= 1u << static_cast<unsigned>(t); }
   void addColl(const CollRecord& coll);
   NcclLineReader reader_;
   std::string lastHost_;

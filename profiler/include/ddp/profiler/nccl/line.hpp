@@ -55,6 +55,8 @@ std::string_view transportClassName(TransportClass c);
 // NCCL's NET/IB line, is all that tells it from Mellanox RoCE (both are Ethernet link layers).
 inline bool isErdmaDevice(std::string_view device) { return device.substr(0, 5) == "erdma"; }
 
+// The network a "NET/<name>/..." edge names ("AWS Libfabric" of "NET/AWS Libfabric/1(2)/GDRDMA").
+std::string_view netName(std::string_view via);
 // An edge's transport as it prints itself: a network plugin by its own name ("NET/AWS Libfabric"
 // from "via NET/AWS Libfabric/1(2)/GDRDMA/Shared"), every other class by its class name.
 std::string transportName(TransportClass c, std::string_view via);

@@ -22,6 +22,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 unset PYTHONUNBUFFERED
+# summary FILE: the instructions a callgrind output file counted.
+summary() { sed -n 's/^summary: //p' "$1"; }
 results=$out/python-instructions.jsonl
 passes=$out/python-instructions-grad-pass.jsonl
 if [[ ${REUSE_RUNS:-0} == 1 ]]; then
@@ -50,7 +52,7 @@ for py in "${pythons[@]}"; do
           { echo "python-instructions.sh: $version $model ($mode, $steps steps) failed (exit $rc)" >&2
             cat "$run.out" >&2; exit 1; }
         for rank in 0 1; do
-          ir=$(sed -n 's/^summary: //p' "$run.$rank.callgrind")
+          ir=$(summary "$run.$rank.callgrind")
           printf '{"torch": "%s", "model": "%s", "mode": "%s", "steps": %d, "rank": %d, "ir": %d, "exit": %d}\n' \
             "$version" "$model" "$mode" "$steps" "$rank" "$ir" "$rc" | tee -a "$results"
         done
@@ -62,7 +64,7 @@ done
 for n in 10 110; do
   valgrind --tool=callgrind --callgrind-out-file="$work/pass-$n.callgrind" /usr/bin/python3 "$root/bench/grad_pass.py" \
     "$n" >"$work/pass-$n.out" 2>&1 || { echo "python-instructions.sh: grad_pass.py failed" >&2; cat "$work/pass-$n.out" >&2; exit 1; }
-  printf '{"passes": %d, "ir": %d}\n' "$n" "$(sed -n 's/^summary: //p' "$work/pass-$n.callgrind")" | tee -a "$passes"
+  printf '{"passes": %d, "ir": %d}\n' "$n" "$(summary "$work/pass-$n.callgrind")" | tee -a "$passes"
 done
 /usr/bin/python3 - "$results" "$s1" "$s2" "$passes" <<'PY' | /usr/bin/python3 "$root/bench/update_section.py" "$root/docs/benchmarks.md" python-instructions
 import json, sys
